@@ -1,0 +1,168 @@
+"""
+Causal, grouped-query FlashAttention-2 forward in Triton, with the article's seven optimizations as switches
+==========================================================================================================
+
+One kernel family. Each optimization of the article is one compile-time switch (a ``tl.constexpr``; the grid
+order is also a host-side choice), so that Triton compiles each variant with only its own code path, and any
+subset of the seven changes can be built: the eight cumulative stages v0 ... v7 of ``kernels.stages`` as well
+as the leave-one-out and add-one-in ablations.
+
+The algorithm (FlashAttention-2, forward only). A program owns BLOCK_M rows of Q of one (batch, head). It walks
+the keys and values BLOCK_N rows at a time and keeps, per query row, the running maximum ``m_i`` of the scaled
+scores, the running sum ``l_i`` of their exponentials and the running output ``acc``, all in float32:
+
+    s     = q @ k^T                          (tensor cores, float32 accumulate)
+    m_new = max(m_i, rowmax(s) * scale)
+    p     = exp(s * scale - m_new)           (one FFMA and one exponential per score)
+    alpha = exp(m_i - m_new)
+    l_i   = l_i * alpha + rowsum(p)
+    acc   = acc * alpha + p.to(fp16/bf16) @ v
+    out   = acc / l_i                        (after the last step)
+
+Grouped-query attention: query head h reads key/value head h // (H / H_kv); K and V are never repeated.
+
+The switches, and what the baseline does instead:
+
+- ``Q_BLOCKS_ON_AXIS0`` (v1): grid (query blocks, batch*head). The baseline's grid is (batch*head, query blocks);
+  since the GPU launches programs with axis 0 varying fastest, the baseline runs all heads of one query block
+  together, and programs reading the same K/V are far apart in time.
+- ``CAUSAL_SKIP`` (v2): with a causal mask, the KV loop ends at ``min(N, (start_m + 1) * BLOCK_M)``. The baseline
+  walks all N keys and masks the ones above the diagonal.
+- ``TWO_PHASE`` (v3): the KV blocks that need no mask run in a loop without one; the blocks on the diagonal
+  (causal) or past the end of the sequence (N not a multiple of BLOCK_N) run in a second, masked loop. Without it,
+  every step computes and applies the mask. (The article's STAGE 1 / STAGE 2 / STAGE 3; ours also handles a
+  ragged last block and BLOCK_N != BLOCK_M, which the article's code assumes away.)
+- ``NO_EXTRA_CASTS`` (v4): the article only names the removal of "redundant conversions". We define the
+  baseline's as a round trip of the probability tile: P is rounded to the 16-bit input type for the P @ V product
+  (needed) and then converted back to float32 to take the row sum (redundant: the float32 P is there). This
+  costs one conversion per score per step and keeps two copies of the tile alive. It changes the result only by
+  rounding (the row sum then matches the rounded P that was multiplied), so every stage passes one tolerance.
+- ``WARP_SPECIALIZE`` (v5): ``tl.range(..., warp_specialize=True)`` on both KV loops.
+- ``USE_EXP2`` (v6): the host folds log2(e) into the scale and the kernel calls ``tl.math.exp2``; the baseline
+  calls ``tl.exp``, which Triton lowers to a multiplication by log2(e) followed by the same ``ex2`` instruction.
+- ``CONST_STRIDES`` (v7): the row stride is the compile-time HEAD_DIM and the column stride 1 (the host checks
+  that the tensors have such rows). The batch and head strides stay run-time values. Note that Triton's JIT already
+  turns an integer argument equal to 1 into a constant, so for contiguous inputs only the row stride changes.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+              offs_m, lo, hi, N, qk_scale,
+              MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
+              BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+              NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr):
+    """Steps over the key/value blocks [lo, hi), updating (acc, l_i, m_i).
+
+    MASKED: mask keys past N and, if causal, keys after the query row. Unmasked steps load without bounds checks.
+    """
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd  # K^T tile, (HEAD_DIM, BLOCK_N)
+        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd  # V tile, (BLOCK_N, HEAD_DIM)
+        if MASKED:
+            k = tl.load(k_ptrs, mask=offs_n[None, :] < N, other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+        s = tl.dot(q, k)
+        if MASKED:
+            keep = offs_n[None, :] < N
+            if IS_CAUSAL:
+                keep = keep & (offs_m[:, None] >= offs_n[None, :])
+            s = tl.where(keep, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        if USE_EXP2:
+            p = tl.math.exp2(s * qk_scale - m_new[:, None])
+            alpha = tl.math.exp2(m_i - m_new)
+        else:
+            p = tl.exp(s * qk_scale - m_new[:, None])
+            alpha = tl.exp(m_i - m_new)
+        if MASKED:
+            v = tl.load(v_ptrs, mask=offs_n[:, None] < N, other=0.0)
+        else:
+            v = tl.load(v_ptrs)
+        p_lo = p.to(v.dtype)
+        if NO_EXTRA_CASTS:
+            l_i = l_i * alpha + tl.sum(p, 1)
+        else:
+            l_i = l_i * alpha + tl.sum(p_lo.to(tl.float32), 1)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p_lo, v, acc)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd(Q, K, V, Out, qk_scale,
+              stride_qb, stride_qh, stride_qn, stride_qd,
+              stride_kb, stride_kh, stride_kn, stride_kd,
+              stride_vb, stride_vh, stride_vn, stride_vd,
+              stride_ob, stride_oh, stride_on, stride_od,
+              H, GROUP, N,
+              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_CAUSAL: tl.constexpr,
+              Q_BLOCKS_ON_AXIS0: tl.constexpr, CAUSAL_SKIP: tl.constexpr, TWO_PHASE: tl.constexpr,
+              NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
+              CONST_STRIDES: tl.constexpr):
+    if Q_BLOCKS_ON_AXIS0:
+        start_m = tl.program_id(0)
+        off_bh = tl.program_id(1)
+    else:
+        off_bh = tl.program_id(0)
+        start_m = tl.program_id(1)
+    if CONST_STRIDES:
+        stride_qn = HEAD_DIM
+        stride_kn = HEAD_DIM
+        stride_vn = HEAD_DIM
+        stride_on = HEAD_DIM
+        stride_qd = 1
+        stride_kd = 1
+        stride_vd = 1
+        stride_od = 1
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = off_bh % H
+    off_hkv = (off_h // GROUP).to(tl.int64)
+    off_h = off_h.to(tl.int64)
+    q_base = Q + off_b * stride_qb + off_h * stride_qh
+    k_base = K + off_b * stride_kb + off_hkv * stride_kh
+    v_base = V + off_b * stride_vb + off_hkv * stride_vh
+    o_base = Out + off_b * stride_ob + off_h * stride_oh
+
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m[:, None] < N
+    q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
+
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+
+    if IS_CAUSAL and CAUSAL_SKIP:
+        hi = tl.minimum(N, (start_m + 1) * BLOCK_M)
+    else:
+        hi = N
+    if TWO_PHASE:
+        if IS_CAUSAL:
+            # Blocks wholly below the diagonal need no mask; the rest (the diagonal, and above it without the skip)
+            # are masked.
+            split = (start_m * BLOCK_M) // BLOCK_N * BLOCK_N
+        else:
+            # Only a ragged last block needs the mask (keys past N).
+            split = N // BLOCK_N * BLOCK_N
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                                  offs_m, 0, split, N, qk_scale, False, IS_CAUSAL, BLOCK_N, HEAD_DIM,
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2)
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                                  offs_m, split, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2)
+    else:
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                                  offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2)
+
+    out = acc / l_i[:, None]
+    tl.store(o_base + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od, out.to(Out.dtype.element_ty),
+             mask=row_ok)

@@ -1,0 +1,55 @@
+"""References: the float64 ground truth, and PyTorch's scaled_dot_product_attention with each backend."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# impl name -> backend forced (None: PyTorch chooses). "flash" is FlashAttention-2.
+SDPA_BACKENDS = {
+    "torch-default": None,
+    "torch-flash": SDPBackend.FLASH_ATTENTION,
+    "torch-cudnn": SDPBackend.CUDNN_ATTENTION,
+    "torch-efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "torch-math": SDPBackend.MATH,
+}
+
+
+def _repeat_kv(q: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    return t.repeat_interleave(q.shape[1] // t.shape[1], dim=1)
+
+
+def reference_attention(q, k, v, *, causal: bool = True, sm_scale: float | None = None) -> torch.Tensor:
+    """Attention in float64 on q's device, K/V heads repeated for grouped-query attention. Returns float64."""
+    D = q.shape[-1]
+    scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
+    q64, k64, v64 = (t.to(torch.float64) for t in (q, _repeat_kv(q, k), _repeat_kv(q, v)))
+    scores = (q64 @ k64.transpose(-1, -2)) * scale
+    if causal:
+        N = q.shape[-2]
+        keep = torch.ones(N, N, dtype=torch.bool, device=q.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v64
+
+
+def sdpa(q, k, v, *, causal: bool = True, sm_scale: float | None = None, impl: str = "torch-default",
+         gqa: str = "native") -> torch.Tensor:
+    """PyTorch's attention with the backend of `impl` forced (see SDPA_BACKENDS).
+
+    gqa="native" passes the grouped K/V with enable_gqa=True; gqa="repeat" repeats the K/V heads first, for a
+    backend that does not take grouped heads. A backend that cannot run the input raises (never falls back).
+    """
+    if impl not in SDPA_BACKENDS:
+        raise ValueError(f"unknown impl {impl!r}; the PyTorch references are {list(SDPA_BACKENDS)}")
+    if gqa not in ("native", "repeat"):
+        raise ValueError(f"gqa must be 'native' or 'repeat', got {gqa!r}")
+    if gqa == "repeat":
+        k, v = _repeat_kv(q, k), _repeat_kv(q, v)
+    kwargs = dict(is_causal=causal, scale=sm_scale, enable_gqa=(gqa == "native" and k.shape[1] != q.shape[1]))
+    backend = SDPA_BACKENDS[impl]
+    if backend is None:
+        return F.scaled_dot_product_attention(q, k, v, **kwargs)
+    with sdpa_kernel([backend]):
+        return F.scaled_dot_product_attention(q, k, v, **kwargs)

@@ -1,0 +1,38 @@
+"""Problem shapes. The headline is the article's (S1): the Qwen3-0.6B/1.7B attention layout."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class Shape:
+    B: int
+    H: int
+    H_kv: int
+    N: int
+    D: int
+    dtype: str = "float16"
+    causal: bool = True
+
+    def tensors(self, device="cpu", generator=None, fill="randn"):
+        """Fresh q (B, H, N, D), k and v (B, H_kv, N, D): standard normal, or uninitialized with fill='empty'."""
+        dt = DTYPES[self.dtype]
+        make = (lambda s: torch.empty(s, dtype=dt, device=device)) if fill == "empty" else \
+            (lambda s: torch.randn(s, dtype=torch.float32, device=device, generator=generator).to(dt))
+        return (make((self.B, self.H, self.N, self.D)), make((self.B, self.H_kv, self.N, self.D)),
+                make((self.B, self.H_kv, self.N, self.D)))
+
+    def flops(self) -> float:
+        """Matrix FLOPs of the forward pass (2 products of 2*N*N*D each), halved when causal, as FlashAttention counts."""
+        f = 4.0 * self.B * self.H * self.N * self.N * self.D
+        return f / 2 if self.causal else f
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+HEADLINE = Shape(B=2, H=16, H_kv=8, N=1024, D=128, dtype="float16", causal=True)

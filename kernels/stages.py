@@ -1,0 +1,166 @@
+"""The stages of the article, defined once.
+
+Every other part of the artifact (the kernel launcher, the tests, the build,
+bench and profile programs, the pipeline's wildcards) reads the stages from
+here. A *switch* is one optimization of the article; a *stage* is the set of
+switches turned on after that step of the article (v0 has none, v7 has all
+seven). Ablation variants are any other subset of the switches.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One optimization: its name, the stage that introduces it and what it changes."""
+
+    name: str
+    stage: str
+    change: str
+    kernel_arg: str  # the tl.constexpr (or host-side flag) that turns it on
+
+
+@dataclass(frozen=True)
+class Tile:
+    """Launch configuration: rows of Q per program, rows of K/V per step, warps, pipeline depth."""
+
+    block_m: int = 32
+    block_n: int = 32
+    num_warps: int = 4
+    num_stages: int = 3  # Triton's default on NVIDIA GPUs; the article does not set it
+
+    def label(self) -> str:
+        return f"{self.block_m}x{self.block_n}w{self.num_warps}s{self.num_stages}"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the article: the change it makes and the switches that are on."""
+
+    name: str
+    change: str
+    switches: frozenset
+    tile: Tile = field(default_factory=Tile)
+
+
+# In the article's order; the position is the stage that introduces the switch.
+SWITCHES: Mapping[str, Switch] = {
+    s.name: s
+    for s in (
+        Switch("grid_order", "v1",
+               "grid axis 0 = query block, axis 1 = batch*head, so programs sharing K/V run together",
+               "Q_BLOCKS_ON_AXIS0"),
+        Switch("causal_skip", "v2",
+               "causal: the KV loop stops at the diagonal, min(N, (m+1)*BM); blocks above it are never loaded",
+               "CAUSAL_SKIP"),
+        Switch("two_phase", "v3",
+               "KV blocks that need no mask run without one; only the diagonal (or ragged last) blocks are masked",
+               "TWO_PHASE"),
+        Switch("no_extra_casts", "v4",
+               "the row sum is taken from the float32 P, not from P rounded to 16 bits and converted back",
+               "NO_EXTRA_CASTS"),
+        Switch("warp_specialize", "v5",
+               "tl.range(..., warp_specialize=True) on the KV loop: producer and consumer warps",
+               "WARP_SPECIALIZE"),
+        Switch("exp2", "v6",
+               "log2(e) folded into the softmax scale on the host; tl.math.exp2 instead of tl.exp",
+               "USE_EXP2"),
+        Switch("const_strides", "v7",
+               "stride_d = 1 and row stride = D as compile-time constants (contiguous rows required)",
+               "CONST_STRIDES"),
+    )
+}
+
+ARTICLE_TILE = Tile()
+
+
+def _cumulative_stages() -> dict:
+    stages = {"v0": Stage("v0", "baseline: grid (batch*head, query block); full KV loop with the mask; tl.exp",
+                          frozenset())}
+    on: set = set()
+    for sw in SWITCHES.values():
+        on.add(sw.name)
+        stages[sw.stage] = Stage(sw.stage, sw.change, frozenset(on))
+    return stages
+
+
+STAGES: Mapping[str, Stage] = _cumulative_stages()
+
+
+def check_switches(switches: Iterable[str]) -> frozenset:
+    """Return the switches as a frozenset, or raise naming the unknown ones."""
+    switches = frozenset(switches)
+    unknown = sorted(switches - SWITCHES.keys())
+    if unknown:
+        raise ValueError(f"unknown switch(es) {unknown}; the switches are {list(SWITCHES)}")
+    return switches
+
+
+def get_stage(name: str) -> Stage:
+    try:
+        return STAGES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown stage {name!r}; the stages are {list(STAGES)}") from None
+
+
+def switches_label(switches: Iterable[str]) -> str:
+    """Canonical text of a switch set, in the article's order ('none' for the baseline)."""
+    switches = check_switches(switches)
+    return "+".join(s for s in SWITCHES if s in switches) or "none"
+
+
+def parse_switches_label(label: str) -> frozenset:
+    return frozenset() if label == "none" else check_switches(label.split("+"))
+
+
+def stage_of(switches: Iterable[str]) -> str | None:
+    """The stage whose switch set this is, or None for an ablation variant."""
+    switches = frozenset(switches)
+    for stage in STAGES.values():
+        if stage.switches == switches:
+            return stage.name
+    return None
+
+
+def variant_name(switches: Iterable[str]) -> str:
+    """A short name: the stage name, else 'v7-<switch>' / 'v0+<switch>' style, else the label."""
+    switches = check_switches(switches)
+    if (name := stage_of(switches)) is not None:
+        return name
+    full = STAGES["v7"].switches
+    if len(full - switches) == 1 and switches < full:
+        return f"v7-{next(iter(full - switches))}"
+    if len(switches) == 1:
+        return f"v0+{next(iter(switches))}"
+    return switches_label(switches)
+
+
+def leave_one_out(base: str = "v7") -> dict:
+    """Variants of `base` with one of its switches turned off, by name."""
+    on = get_stage(base).switches
+    return {f"{base}-{s}": on - {s} for s in SWITCHES if s in on}
+
+
+def add_one_in(base: str = "v0") -> dict:
+    """Variants of `base` with one more switch turned on, by name."""
+    on = get_stage(base).switches
+    return {f"{base}+{s}": on | {s} for s in SWITCHES if s not in on}
+
+
+def named_variants() -> dict:
+    """Every named variant: the stages, then the leave-one-out (v7-x) and add-one-in (v0+x) ablations."""
+    return {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out("v7"), **add_one_in("v0")}
+
+
+def resolve_variant(name: str) -> frozenset:
+    """The switches of a variant given by name (v0 ... v7, v7-<switch>, v0+<switch>) or by switch label (a+b)."""
+    variants = named_variants()
+    if name in variants:
+        return variants[name]
+    try:
+        return parse_switches_label(name)
+    except ValueError:
+        raise ValueError(f"unknown variant {name!r}: give a stage {list(STAGES)}, an ablation "
+                         f"{list(variants)[len(STAGES):]}, or switches joined by '+' from {list(SWITCHES)}") from None

@@ -1,0 +1,126 @@
+"""The build step on the CPU: every stage compiles for sm_90 (and the consumer parts), and the static SASS shows
+what each optimization should change. Runs `python -m kernels.build` in a subprocess, as the pipeline does (the
+interpreter these tests use elsewhere would replace the compiler)."""
+import csv
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from kernels import STAGES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build(out: Path, *args) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-m", "kernels.build", "--out", str(out), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = defaultdict(dict)  # (variant, arch, tile) -> metric -> value
+    with open(out / "build.csv") as f:
+        for r in csv.DictReader(f):
+            key = (r["variant"], int(r["arch"]), f"{r['block_m']}x{r['block_n']}w{r['num_warps']}s{r['num_stages']}")
+            table[key][r["metric"]] = float(r["value"])
+            table[key]["note"] = r["note"]
+    return table
+
+
+@pytest.fixture(scope="module")
+def stages(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("build"), "--variants", *STAGES, "--archs", "90", "89", "120")
+
+
+def at(stages, variant, arch=90, tile="32x32w4s3"):
+    return stages[(variant, arch, tile)]
+
+
+@pytest.mark.parametrize("arch", [90, 89])
+def test_every_stage_compiles(stages, arch):
+    for v in STAGES:
+        m = at(stages, v, arch)
+        assert m["compiles"] == 1, m["note"]
+        assert m["registers"] > 0 and m["sass_instructions"] > 0 and m["shared_bytes"] > 0
+        assert m["spill_stores"] == 0 and m["local_bytes"] == 0, f"{v} spills on sm_{arch}"
+
+
+def test_artifacts_written(stages, tmp_path_factory):
+    out = next(Path(tmp_path_factory.getbasetemp()).glob("build*"))
+    d = out / "sm_90" / "v7_32x32w4s3"
+    assert ".target sm_90a" in (d / "kernel.ptx").read_text()
+    assert "HMMA" in (d / "kernel.sass").read_text()
+    assert (d / "kernel.cubin").stat().st_size > 0
+
+
+def test_tensor_cores_used(stages):
+    for v in STAGES:
+        assert at(stages, v).get("sass.HMMA", 0) + at(stages, v).get("sass.HGMMA", 0) > 0
+
+
+def test_two_phase_adds_a_second_loop(stages):
+    assert at(stages, "v3")["sass.BRA"] > at(stages, "v2")["sass.BRA"]
+
+
+@pytest.mark.parametrize("arch", [90, 89])
+def test_v4_drops_the_round_trip_conversion(stages, arch):
+    """C4's change: the float16 -> float32 conversion of P (HADD2.F32) is gone, and fewer instructions remain."""
+    v3, v4 = at(stages, "v3", arch), at(stages, "v4", arch)
+    assert v3.get("sass.HADD2", 0) > 0 and v4.get("sass.HADD2", 0) == 0
+    assert v4["sass_instructions"] < v3["sass_instructions"]
+
+
+def test_warp_specialization_shrinks_shared_memory(stages):
+    """C5 on the article's likely GPU class (sm_89): shared memory per block falls by more than half, lifting the
+    shared-memory limit from 2 blocks per SM."""
+    v4, v5 = at(stages, "v4", 89), at(stages, "v5", 89)
+    assert v5["shared_bytes"] < 0.5 * v4["shared_bytes"]
+    assert v4["blocks_limit_shared"] == 2 and v5["blocks_limit_shared"] > 2
+
+
+@pytest.mark.parametrize("arch", [90, 89])
+def test_exp2_removes_the_multiplication(stages, arch):
+    """C6: tl.exp is a multiplication by log2(e) plus ex2; with the factor folded into the scale the FMULs go and
+    the number of MUFU.EX2 stays (it does not fall: each exponential still needs one)."""
+    v5, v6 = at(stages, "v5", arch), at(stages, "v6", arch)
+    assert v6["sass.FMUL"] < v5["sass.FMUL"]
+    assert v6["sass.MUFU.EX2"] == v5["sass.MUFU.EX2"]
+    assert v6["sass_instructions"] < v5["sass_instructions"]
+
+
+@pytest.mark.parametrize("arch", [90, 89])
+def test_constant_strides_shrink_address_arithmetic(stages, arch):
+    """C7: with the row stride a constant, address arithmetic (IMAD, LEA) shrinks."""
+    v6, v7 = at(stages, "v6", arch), at(stages, "v7", arch)
+    assert v7["sass_instructions"] < v6["sass_instructions"]
+    assert v7["sass.IMAD"] + v7["sass.LEA"] < v6["sass.IMAD"] + v6["sass.LEA"]
+
+
+def test_warp_specialization_refused_on_sm120(stages):
+    """Triton 3.6 cannot warp-specialize this loop for sm_120; the build records the refusal and its reason."""
+    for v in STAGES:
+        m = at(stages, v, 120)
+        ws = "warp_specialize" in STAGES[v].switches
+        assert m["compiles"] == (0 if ws else 1)
+        if ws:
+            assert "Triton cannot build this variant at tile 32x32w4s3" in m["note"]
+            assert "TritonGPUAutomaticWarpSpecialization" in m["note"]
+
+
+def test_bad_variant_name_fails_early(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-m", "kernels.build", "--variants", "v9", "--out", str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode != 0 and "unknown variant 'v9'" in proc.stderr
+
+
+def test_warp_specialization_refused_at_64x64_with_4_warps(tmp_path):
+    """Measured on the H200 before this artifact: v5 fails to compile at 64x64 with 4 warps. The build reproduces
+    it on the CPU, and the same tile without warp specialization compiles."""
+    t = build(tmp_path, "--variants", "v4", "v5", "--archs", "90", "--tiles", "64x64w4s3", "64x64w8s3")
+    assert t[("v4", 90, "64x64w4s3")]["compiles"] == 1
+    assert t[("v5", 90, "64x64w4s3")]["compiles"] == 0
+    assert "NVGPUWarpSpecialization" in t[("v5", 90, "64x64w4s3")]["note"]
+    assert t[("v5", 90, "64x64w8s3")]["compiles"] == 1

@@ -1,0 +1,107 @@
+"""Every stage and every ablation variant against the float64 reference, in Triton's interpreter on the CPU.
+
+Inputs are fresh random draws; the output is poisoned with NaN before each run, so an element the kernel does not
+write fails. Sequence lengths include 1 and lengths that are not tile multiples.
+"""
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kernels import STAGES, add_one_in, attention, leave_one_out, reference_attention
+from kernels.accuracy import judge, poisoned_like
+
+ABLATIONS = {**leave_one_out("v7"), **add_one_in("v0")}
+
+
+def run_and_judge(q, k, v, seed, causal=True, **kwargs):
+    out = poisoned_like(q)
+    ret = attention(q, k, v, causal=causal, out=out, **kwargs)
+    assert ret is out
+    verdict = judge(out, reference_attention(q, k, v, causal=causal, sm_scale=kwargs.get("sm_scale")))
+    assert verdict["ok"], f"{kwargs} causal={causal} shape={tuple(q.shape)}/{tuple(k.shape)} seed={seed}: {verdict}"
+    return verdict
+
+
+@pytest.mark.parametrize("N", [1, 31, 77, 130])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_stage(make_qkv, stage, causal, N):
+    q, k, v, seed = make_qkv(1, 4, 2, N, 64)
+    run_and_judge(q, k, v, seed, causal=causal, stage=stage)
+
+
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("group", [1, 2, 4, 8])
+@pytest.mark.parametrize("stage", ["v0", "v3", "v7"])
+def test_gqa_ratio_and_head_dim(make_qkv, stage, group, D):
+    q, k, v, seed = make_qkv(2, group, 1, 45, D)
+    run_and_judge(q, k, v, seed, causal=True, stage=stage)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("variant", list(ABLATIONS))
+def test_ablation_variant(make_qkv, variant, causal):
+    q, k, v, seed = make_qkv(1, 2, 1, 77, 64)
+    run_and_judge(q, k, v, seed, causal=causal, switches=ABLATIONS[variant])
+
+
+@pytest.mark.parametrize("tile", [dict(block_m=16, block_n=64), dict(block_m=64, block_n=16),
+                                  dict(block_m=64, block_n=64, num_warps=8), dict(block_m=128, block_n=32),
+                                  dict(num_stages=2)], ids=lambda t: "-".join(f"{k}{v}" for k, v in t.items()))
+@pytest.mark.parametrize("stage", ["v2", "v3", "v7"])
+def test_other_tiles(make_qkv, stage, tile):
+    q, k, v, seed = make_qkv(1, 2, 1, 100, 64)
+    for causal in (True, False):
+        run_and_judge(q, k, v, seed, causal=causal, stage=stage, **tile)
+
+
+@pytest.mark.parametrize("stage", ["v0", "v6"])
+def test_strided_inputs(make_qkv, stage):
+    """Stages before v7 take any strides, e.g. (B, N, H, D) memory seen as (B, H, N, D)."""
+    q, k, v, seed = make_qkv(1, 4, 2, 50, 64)
+    q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
+    assert not q.is_contiguous()
+    run_and_judge(q, k, v, seed, stage=stage)
+
+
+def test_custom_scale(make_qkv):
+    q, k, v, seed = make_qkv(1, 2, 2, 40, 32)
+    for stage in ("v0", "v7"):
+        run_and_judge(q, k, v, seed, stage=stage, sm_scale=0.3)
+
+
+def test_poison_is_detected(make_qkv):
+    """The check itself: an output with one unwritten element fails."""
+    q, k, v, _ = make_qkv(1, 2, 1, 33, 64)
+    out = attention(q, k, v, stage="v7")
+    ref = reference_attention(q, k, v)
+    assert judge(out, ref)["ok"]
+    out[0, 1, 32, 5] = float("nan")
+    verdict = judge(out, ref)
+    assert not verdict["ok"] and verdict["unwritten"] == 1
+
+
+def test_missing_mask_would_be_caught(make_qkv):
+    """The tolerance is tight enough to see a real bug: non-causal output judged against the causal reference."""
+    q, k, v, _ = make_qkv(1, 2, 1, 64, 64)
+    out = attention(q, k, v, stage="v7", causal=False)
+    assert not judge(out, reference_attention(q, k, v, causal=True))["ok"]
+
+
+@given(B=st.integers(1, 2), H_kv=st.integers(1, 2), group=st.sampled_from([1, 2, 3, 4]), N=st.integers(1, 96),
+       D=st.sampled_from([16, 32, 64]), causal=st.booleans(), stage=st.sampled_from(list(STAGES)),
+       seed=st.integers(0, 2**31 - 1))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_any_shape(B, H_kv, group, N, D, causal, stage, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, h, N, D, generator=g).half() for h in (H_kv * group, H_kv, H_kv))
+    run_and_judge(q, k, v, seed, causal=causal, stage=stage)
+
+
+@pytest.mark.xfail(strict=True, reason="Triton's interpreter multiplies raw bits in a bf16 tl.dot "
+                   "(triton-lang/triton#11584, 'not supported yet'); bf16 is checked on the GPU. "
+                   "When Triton fixes it this test passes, and strict=True makes that visible.")
+def test_bf16_in_interpreter(make_qkv):
+    q, k, v, seed = make_qkv(1, 2, 1, 64, 64, dtype=torch.bfloat16)
+    run_and_judge(q, k, v, seed, stage="v7")

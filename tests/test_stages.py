@@ -1,0 +1,47 @@
+"""The stage registry: each stage is the one before plus exactly one switch, and ablations derive from it."""
+import pytest
+
+from kernels import STAGES, SWITCHES, add_one_in, leave_one_out, variant_name
+from kernels.stages import parse_switches_label, resolve_variant, stage_of, switches_label
+
+
+def test_stages_are_cumulative_one_switch_at_a_time():
+    names = list(STAGES)
+    assert names == [f"v{i}" for i in range(8)]
+    assert STAGES["v0"].switches == frozenset()
+    for prev, cur in zip(names, names[1:]):
+        added = STAGES[cur].switches - STAGES[prev].switches
+        assert len(added) == 1 and STAGES[prev].switches < STAGES[cur].switches
+        assert SWITCHES[next(iter(added))].stage == cur
+    assert STAGES["v7"].switches == frozenset(SWITCHES)
+
+
+def test_article_tile_is_the_default():
+    for st in STAGES.values():
+        assert (st.tile.block_m, st.tile.block_n, st.tile.num_warps) == (32, 32, 4)
+        assert st.change
+
+
+def test_ablations():
+    loo, aoi = leave_one_out("v7"), add_one_in("v0")
+    assert len(loo) == len(aoi) == len(SWITCHES) == 7
+    assert all(len(s) == 6 for s in loo.values()) and all(len(s) == 1 for s in aoi.values())
+    for name, sw in {**loo, **aoi}.items():
+        assert resolve_variant(name) == sw
+        # v7 without const_strides is v6, and v0 with grid_order is v1: those keep the stage's name
+        assert variant_name(sw) == (stage_of(sw) or name)
+    assert stage_of(loo["v7-const_strides"]) == "v6" and stage_of(aoi["v0+grid_order"]) == "v1"
+
+
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_labels_round_trip(stage):
+    sw = STAGES[stage].switches
+    assert parse_switches_label(switches_label(sw)) == sw
+    assert variant_name(sw) == stage
+
+
+def test_unknown_names_are_refused():
+    with pytest.raises(ValueError, match="unknown variant 'v9'"):
+        resolve_variant("v9")
+    with pytest.raises(ValueError, match=r"unknown switch\(es\) \['fast'\]"):
+        parse_switches_label("exp2+fast")

@@ -1,0 +1,143 @@
+"""Verify step on a GPU: every stage, ablation variant and a set of tiles against the float64 reference.
+
+Each case draws fresh random inputs (its seed is recorded), poisons the output with NaN, runs the kernel and judges
+it (kernels.accuracy); PyTorch's default SDPA on the same inputs is judged too, for scale. Cases are spread over
+worker processes (compiling dominates) and each finished case is appended to the CSV at once, so an interrupted run
+resumes where it stopped. A variant Triton refuses at a tile is a row too, status 'refused', with the reason.
+
+    python workflow/scripts/verify.py --out data/nvidia-h200/verify [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import multiprocessing as mp
+import secrets
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for `kernels` when not installed
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gpu_env  # noqa: E402
+
+from kernels.shapes import HEADLINE, Shape  # noqa: E402
+from kernels.stages import STAGES, Tile, add_one_in, leave_one_out, stage_of, switches_label  # noqa: E402
+
+COLUMNS = ["case", "impl", "variant", "stage", "switches", "B", "H", "H_kv", "N", "D", "dtype", "causal",
+           "block_m", "block_n", "num_warps", "num_stages", "seed", "status", "rel_error", "unwritten", "tolerance",
+           "torch_default_rel_error", "note"]
+
+
+@dataclass(frozen=True)
+class Case:
+    variant: str
+    switches: frozenset
+    shape: Shape
+    tile: Tile
+
+    @property
+    def key(self) -> str:
+        s = self.shape
+        return (f"{self.variant}|{s.B},{s.H},{s.H_kv},{s.N},{s.D}|{s.dtype}|{'causal' if s.causal else 'full'}|"
+                f"{self.tile.label()}")
+
+
+def cases(quick: bool = False) -> list:
+    """The correctness grid: stages on every shape family, ablations and tiles at the headline layout."""
+    out = []
+    dtypes = ["float16", "bfloat16"]
+    small = [Shape(1, 4, 2, n, 64) for n in (1, 31, 77, 130)]
+    gqa = [Shape(2, g * 2, 2, 200, d) for g in (1, 2, 4, 8) for d in (64, 128)]
+    large = [Shape(HEADLINE.B, HEADLINE.H, HEADLINE.H_kv, n, HEADLINE.D) for n in ((1024,) if quick else (1024, 4096))]
+    shapes = small + gqa + large
+    for name, st in STAGES.items():
+        for sh in shapes:
+            for dt in dtypes:
+                for causal in (True, False):
+                    out.append(Case(name, st.switches, Shape(**{**sh.as_dict(), "dtype": dt, "causal": causal}),
+                                    Tile()))
+    ablations = {**leave_one_out("v7"), **add_one_in("v0")}
+    for name, sw in ablations.items():
+        if stage_of(sw):
+            continue  # v7-const_strides is v6, v0+grid_order is v1: already above
+        for dt in dtypes:
+            for causal in (True, False):
+                out.append(Case(name, sw, Shape(**{**HEADLINE.as_dict(), "dtype": dt, "causal": causal}), Tile()))
+    tiles = [Tile(16, 16, 4, 3), Tile(32, 64, 4, 3), Tile(64, 32, 4, 3), Tile(64, 64, 4, 3), Tile(64, 64, 8, 3),
+             Tile(128, 64, 8, 3), Tile(128, 128, 8, 2), Tile(64, 128, 4, 2), Tile(32, 32, 4, 2), Tile(32, 32, 4, 4)]
+    for name in ("v4", "v5", "v7"):
+        for t in tiles:
+            for dt in dtypes:
+                out.append(Case(name, STAGES[name].switches, Shape(**{**HEADLINE.as_dict(), "dtype": dt}), t))
+    return out
+
+
+def run_case(case: Case) -> dict:
+    import torch
+
+    from kernels import TileNotSupportedError, attention, reference_attention, sdpa
+    from kernels.accuracy import judge, poisoned_like
+
+    s, t = case.shape, case.tile
+    seed = secrets.randbits(31)
+    row = dict(case=case.key, impl="triton", variant=case.variant, stage=stage_of(case.switches) or "",
+               switches=switches_label(case.switches), B=s.B, H=s.H, H_kv=s.H_kv, N=s.N, D=s.D, dtype=s.dtype,
+               causal=s.causal, block_m=t.block_m, block_n=t.block_n, num_warps=t.num_warps,
+               num_stages=t.num_stages, seed=seed, note="")
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = s.tensors(device="cuda", generator=g)
+    ref = reference_attention(q, k, v, causal=s.causal)
+    out = poisoned_like(q)
+    try:
+        attention(q, k, v, causal=s.causal, switches=case.switches, out=out, **asdict(t))
+        torch.cuda.synchronize()
+    except TileNotSupportedError as err:
+        return {**row, "status": "refused", "note": str(err)}
+    verdict = judge(out, ref)
+    torch_err = judge(sdpa(q, k, v, causal=s.causal), ref)["rel_error"]
+    return {**row, "status": "ok" if verdict["ok"] else "WRONG", "rel_error": verdict["rel_error"],
+            "unwritten": verdict["unwritten"], "tolerance": verdict["tolerance"],
+            "torch_default_rel_error": torch_err}
+
+
+def done_keys(path: Path) -> set:
+    if not path.exists():
+        return set()
+    with open(path) as f:
+        return {r["case"] for r in csv.DictReader(f)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="folder for correctness.csv and env.json")
+    ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--quick", action="store_true", help="skip N=4096")
+    args = ap.parse_args(argv)
+    csv_path = args.out / "correctness.csv"
+    todo = [c for c in cases(args.quick) if c.key not in done_keys(csv_path)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = {**gpu_env.collect(), "before": gpu_env.snapshot()}
+    fresh = not csv_path.exists()
+    t0, n_bad = time.time(), 0
+    with open(csv_path, "a", newline="") as f, mp.get_context("spawn").Pool(args.workers) as pool:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        if fresh:
+            w.writeheader()
+        for i, row in enumerate(pool.imap_unordered(run_case, todo), 1):
+            w.writerow(row)
+            f.flush()
+            n_bad += row["status"] == "WRONG"
+            if row["status"] != "ok" or i % 25 == 0 or i == len(todo):
+                print(f"[{i}/{len(todo)} {time.time() - t0:5.0f}s] {row['case']}: {row['status']} "
+                      f"err={row.get('rel_error', '')}", flush=True)
+    env["after"] = gpu_env.snapshot()
+    gpu_env.write(args.out / "env.json", env)
+    print(f"{len(todo)} cases in {time.time() - t0:.0f} s; {n_bad} wrong")
+    return 1 if n_bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
