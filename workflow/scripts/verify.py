@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     csv_path = args.out / "correctness.csv"
     todo = [c for c in cases(args.quick) if c.key not in done_keys(csv_path)]
     args.out.mkdir(parents=True, exist_ok=True)
-    env = {**gpu_env.collect(), "before": gpu_env.snapshot()}
+    env = {**gpu_env.collect(), "argv": sys.argv, "before": gpu_env.snapshot()}
     fresh = not csv_path.exists()
     t0, n_bad = time.time(), 0
     with open(csv_path, "a", newline="") as f, mp.get_context("spawn").Pool(args.workers) as pool:
