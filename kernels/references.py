@@ -21,17 +21,29 @@ def _repeat_kv(q: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     return t.repeat_interleave(q.shape[1] // t.shape[1], dim=1)
 
 
-def reference_attention(q, k, v, *, causal: bool = True, sm_scale: float | None = None) -> torch.Tensor:
-    """Attention in float64 on q's device, K/V heads repeated for grouped-query attention. Returns float64."""
-    D = q.shape[-1]
+def reference_attention(q, k, v, *, causal: bool = True, sm_scale: float | None = None,
+                        max_score_bytes: int = 2**31) -> torch.Tensor:
+    """Attention in float64 on q's device, K/V heads indexed for grouped-query attention. Returns float64.
+
+    Heads are processed in chunks whose float64 score matrices stay under max_score_bytes, so long sequences fit.
+    """
+    B, H, N, D = q.shape
+    group = H // k.shape[1]
     scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
-    q64, k64, v64 = (t.to(torch.float64) for t in (q, _repeat_kv(q, k), _repeat_kv(q, v)))
-    scores = (q64 @ k64.transpose(-1, -2)) * scale
-    if causal:
-        N = q.shape[-2]
-        keep = torch.ones(N, N, dtype=torch.bool, device=q.device).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v64
+    keep = torch.ones(N, N, dtype=torch.bool, device=q.device).tril() if causal else None
+    out = torch.empty(B, H, N, D, dtype=torch.float64, device=q.device)
+    step = max(1, max_score_bytes // (N * N * 8))
+    for b in range(B):
+        for h0 in range(0, H, step):
+            heads = torch.arange(h0, min(H, h0 + step), device=q.device)
+            qs = q[b, heads].to(torch.float64)
+            ks = k[b, heads // group].to(torch.float64)
+            vs = v[b, heads // group].to(torch.float64)
+            scores = (qs @ ks.transpose(-1, -2)) * scale
+            if causal:
+                scores = scores.masked_fill(~keep, float("-inf"))
+            out[b, heads] = torch.softmax(scores, dim=-1) @ vs
+    return out
 
 
 def sdpa(q, k, v, *, causal: bool = True, sm_scale: float | None = None, impl: str = "torch-default",

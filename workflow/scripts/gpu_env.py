@@ -47,6 +47,10 @@ def collect(index: int = 0) -> dict:
     return env
 
 
+def json_line(obj: dict) -> str:
+    return json.dumps(obj, sort_keys=True) + "\n"
+
+
 def write(path: Path, env: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(env, indent=2, sort_keys=True) + "\n")

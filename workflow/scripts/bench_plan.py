@@ -1,0 +1,103 @@
+"""The list of measurements: config/config.yaml's sets expanded into entries (implementation x shape x tile)."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from kernels.shapes import HEADLINE, Shape
+from kernels.stages import STAGES, Tile, add_one_in, leave_one_out, resolve_variant, stage_of, switches_label
+
+SETS = ("headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles")
+
+
+@dataclass(frozen=True)
+class Entry:
+    set: str                   # the sets that ask for it, comma-separated (headline,n_sweep,qwen3)
+    impl: str                  # "triton" or a PyTorch reference (torch-default, torch-flash, ...)
+    variant: str               # stage / ablation name for triton; the impl again for torch
+    shape: Shape
+    tile: Tile | None = None   # triton only
+    layout: str = ""           # Qwen3 model name, for the qwen3 set
+
+    @property
+    def switches(self) -> frozenset | None:
+        return resolve_variant(self.variant) if self.impl == "triton" else None
+
+    @property
+    def key(self) -> str:
+        s = self.shape
+        tile = self.tile.label() if self.tile else "-"
+        return (f"{self.impl}|{self.variant}|{s.B},{s.H},{s.H_kv},{s.N},{s.D}|{s.dtype}|"
+                f"{'causal' if s.causal else 'full'}|{tile}")
+
+    def row(self) -> dict:
+        """The descriptive columns of a tidy row."""
+        t, sw = self.tile, self.switches
+        return dict(set=self.set, impl=self.impl, variant=self.variant,
+                    stage=(stage_of(sw) or "") if sw is not None else "",
+                    switches=switches_label(sw) if sw is not None else "", layout=self.layout,
+                    **self.shape.as_dict(), block_m=t.block_m if t else "", block_n=t.block_n if t else "",
+                    num_warps=t.num_warps if t else "", num_stages=t.num_stages if t else "")
+
+
+def load_config(path: Path) -> dict:
+    cfg = yaml.safe_load(Path(path).read_text())
+    if not isinstance(cfg, dict) or "measure" not in cfg:
+        raise ValueError(f"{path}: no 'measure' section")
+    return cfg["measure"]
+
+
+def expand(m: dict, sets=SETS) -> list:
+    """Entries in a fixed order (the interleaving order); a measurement asked for by several sets appears once, at
+    its first place, with all their names."""
+    unknown = sorted(set(sets) - set(SETS))
+    if unknown:
+        raise ValueError(f"unknown set(s) {unknown}; the sets are {list(SETS)}")
+    torch_impls = list(m["torch_impls"])
+    article = Tile()
+    out = []
+
+    def stages_and_torch(set_name, shape, layout=""):
+        out.extend(Entry(set_name, "triton", v, shape, article, layout) for v in STAGES)
+        out.extend(Entry(set_name, impl, impl, shape, None, layout) for impl in torch_impls)
+
+    if "headline" in sets:
+        stages_and_torch("headline", HEADLINE)
+    if "ablation" in sets:
+        for name, sw in {**leave_one_out("v7"), **add_one_in("v0")}.items():
+            if not stage_of(sw):  # v7-const_strides is v6 and v0+grid_order is v1: timed as stages
+                out.append(Entry("ablation", "triton", name, HEADLINE, article))
+    if "bf16" in sets:
+        stages_and_torch("bf16", Shape(**{**HEADLINE.as_dict(), "dtype": "bfloat16"}))
+    if "n_sweep" in sets:
+        for n in m["n_sweep"]:
+            stages_and_torch("n_sweep", Shape(**{**HEADLINE.as_dict(), "N": int(n)}))
+    if "qwen3" in sets:
+        for model, lay in m["qwen3"].items():
+            stages_and_torch("qwen3", Shape(**{**HEADLINE.as_dict(), **lay}), layout=model)
+    if "tiles" in sets:
+        t = m["tiles"]
+        for variant in t["variants"]:
+            resolve_variant(variant)
+            for bm, bn, w, s in itertools.product(t["block_m"], t["block_n"], t["num_warps"], t["num_stages"]):
+                out.append(Entry("tiles", "triton", variant, HEADLINE, Tile(bm, bn, w, s)))
+    merged: dict = {}
+    for e in out:
+        first = merged.setdefault(e.key, e)
+        if first is not e and e.set not in first.set.split(","):
+            merged[e.key] = replace(first, set=f"{first.set},{e.set}", layout=first.layout or e.layout)
+    return list(merged.values())
+
+
+def repeats(entry: Entry, m: dict) -> int:
+    """How many times an entry is timed: the most that any of its sets asks for."""
+    return max(int(m["repeats"][s]) for s in entry.set.split(","))
+
+
+def profile_entries(m: dict) -> list:
+    p = m["profile"]
+    return ([Entry("profile", "triton", v, HEADLINE, Tile()) for v in p["variants"]]
+            + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]])

@@ -1,0 +1,49 @@
+"""The program Nsight Compute profiles: each profiled entry once, after warm-up, inside its own NVTX range and
+profiler window (ncu runs with --profile-from-start off, so only these launches are profiled).
+
+    ncu --profile-from-start off --nvtx ... python workflow/scripts/profile_target.py --config config/config.yaml
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_plan  # noqa: E402
+from bench import check  # noqa: E402
+
+
+def main() -> int:
+    import torch
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    ap.add_argument("--order", type=Path, required=True, help="where to write the profiled entries, in order")
+    a = ap.parse_args()
+    entries = bench_plan.profile_entries(bench_plan.load_config(a.config))
+    profiled = []
+    for e in entries:
+        status, err, note, fn = check(e, seed=1234)
+        print(f"profile target {e.key}: {status} {err if err is not None else note}", flush=True)
+        if status != "ok":
+            continue
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push(e.key)
+        torch.cuda.profiler.start()
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        torch.cuda.nvtx.range_pop()
+        profiled.append(e.key)
+    a.order.write_text(json.dumps(profiled, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
