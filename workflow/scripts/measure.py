@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import gzip
 import json
 import os
 import shutil
@@ -27,7 +28,6 @@ import bench  # noqa: E402
 import bench_plan  # noqa: E402
 import checksums  # noqa: E402
 import gpu_env  # noqa: E402
-import ncu_tidy  # noqa: E402
 
 from kernels.theory import traffic  # noqa: E402
 
@@ -79,10 +79,15 @@ def profile(cfg_path: Path, run: Path, log) -> None:
             log("  " + line)
     if proc.returncode != 0:
         raise RuntimeError(f"ncu failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    rows = ncu_tidy.tidy(rep, json.loads(order.read_text()))
-    ncu_tidy.write(rows, run / "ncu.csv")
-    log(f"profile: {len(rows)} metric rows for {len({r['key'] for r in rows})} kernels, report "
-        f"{rep.stat().st_size / 2**20:.1f} MiB")
+    # The report reader runs in a process of its own: loaded beside torch it has crashed.
+    tidy = subprocess.run([sys.executable, str(HERE / "ncu_tidy.py"), str(rep), str(order), str(run / "ncu.csv")],
+                          capture_output=True, text=True)
+    if tidy.returncode != 0 or not (run / "ncu.csv").exists():
+        raise RuntimeError(f"reading the report failed ({tidy.returncode}): {tidy.stderr[-2000:]}")
+    with open(rep, "rb") as src, gzip.open(rep.with_suffix(".ncu-rep.gz"), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    rep.unlink()
+    log(f"profile: {tidy.stdout.strip()}; report kept as {rep.name}.gz")
 
 
 def main(argv=None) -> int:

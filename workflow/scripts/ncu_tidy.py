@@ -2,23 +2,30 @@
 
 One row per profiled kernel x metric (x instance, for instanced metrics such as the per-opcode instruction
 counts): the entry it belongs to (from its NVTX range), the kernel's name, the metric's own Nsight name, its value
-and unit. Every numeric metric in the report is kept; instanced metrics with more than MAX_INSTANCES instances (the
-per-instruction source counters) are left to the report itself.
+and unit. Every numeric metric in the report is kept, except the per-unit breakdowns (names with a unit prefix such
+as "TPC.TriageCompute.") and instanced metrics with more than MAX_INSTANCES instances (the per-instruction source
+counters): those stay in the report itself. The report may be gzip-compressed (.ncu-rep.gz).
 
 `ncu_report` comes from the `ncu-report` package on PyPI (reads reports on a machine with no GPU), or from the
 extras/python folder of an Nsight Compute installation.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
+import gzip
+import re
 import json
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 MAX_INSTANCES = 256
-COLUMNS = ["key", "kernel", "metric", "instance", "value", "unit"]
+COLUMNS = ["key", "impl", "variant", "stage", "kernel", "metric", "instance", "value", "unit"]
+BREAKDOWN = re.compile(r"^[A-Z][A-Z0-9_]*\.")  # per-unit breakdown metrics, e.g. TPC.TriageCompute.sm__...
 
 
 def import_ncu_report():
@@ -64,35 +71,60 @@ def _nvtx_names(action) -> list:
     return names
 
 
+@contextlib.contextmanager
+def _plain(report: Path):
+    """The report as an uncompressed file (ncu_report reads no gzip)."""
+    if report.suffix != ".gz":
+        yield report
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / report.stem
+        with gzip.open(report, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        yield plain
+
+
+def describe(key: str) -> dict:
+    """impl, variant and stage from an entry key (impl|variant|B,H,H_kv,N,D|dtype|causal|tile, see bench_plan)."""
+    impl, variant = key.split("|")[:2]
+    return {"key": key, "impl": impl, "variant": variant,
+            "stage": variant if impl == "triton" and re.fullmatch(r"v\d+", variant) else ""}
+
+
 def tidy(report: Path, order: list) -> list:
-    """Rows for every kernel in the report; `order` names the entries in launch order, for kernels without NVTX."""
+    """Rows for every kernel in the report. `order` lists the keys of the profiled entries in launch order; a
+    kernel is matched to its entry by NVTX range, else by position."""
     ncu_report = import_ncu_report()
-    ctx = ncu_report.load_report(str(report))
-    rows, n = [], 0
-    for r in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            names = [x for x in _nvtx_names(action) if x in order]
-            key = names[-1] if names else (order[n] if n < len(order) else f"kernel-{n}")
-            n += 1
-            for name in action.metric_names():
-                m = action.metric_by_name(name)
-                unit = m.unit()
-                inst = m.num_instances() if hasattr(m, "num_instances") else 0
-                if inst and m.has_correlation_ids():
-                    if inst > MAX_INSTANCES:
+    by_key = {k: describe(k) for k in order}
+    rows, n, seen = [], 0, set()
+    with _plain(Path(report)) as plain:
+        ctx = ncu_report.load_report(str(plain))
+        for r in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(r)
+            for a in range(rng.num_actions()):
+                action = rng.action_by_idx(a)
+                names = [x for x in _nvtx_names(action) if x in by_key]
+                key = names[-1] if names else (order[n] if n < len(order) else f"kernel-{n}")
+                n += 1
+                base = {**by_key.get(key, describe(key)), "kernel": action.name()}
+                for name in action.metric_names():
+                    if BREAKDOWN.match(name):
                         continue
-                    ids = m.correlation_ids()
-                    for i in range(inst):
-                        v = _number(m, ncu_report, i)
-                        if v is not None:
-                            rows.append(dict(key=key, kernel=action.name(), metric=name,
-                                             instance=ids.as_string(i), value=v, unit=unit))
-                    continue
-                v = _number(m, ncu_report)
-                if v is not None:
-                    rows.append(dict(key=key, kernel=action.name(), metric=name, instance="", value=v, unit=unit))
+                    m = action.metric_by_name(name)
+                    unit = m.unit()
+                    inst = m.num_instances() if hasattr(m, "num_instances") else 0
+                    if inst and m.has_correlation_ids():
+                        if inst > MAX_INSTANCES:
+                            continue
+                        ids = m.correlation_ids()
+                        values = [(ids.as_string(i), _number(m, ncu_report, i)) for i in range(inst)]
+                    else:
+                        values = [("", _number(m, ncu_report))]
+                    for instance, v in values:
+                        ident = (key, base["kernel"], name, instance)
+                        if v is not None and ident not in seen:
+                            seen.add(ident)
+                            rows.append({**base, "metric": name, "instance": instance, "value": v, "unit": unit})
     return rows
 
 
@@ -108,3 +140,5 @@ if __name__ == "__main__":
     rows = tidy(report, json.loads(order.read_text()))
     write(rows, out)
     print(f"{len(rows)} rows, {len({r['key'] for r in rows})} kernels -> {out}")
+    sys.stdout.flush()
+    os._exit(0)  # skip the report library's teardown, which has crashed at exit
