@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 JOBS ?= 2
 GPU ?= nvidia-h200
 
-.PHONY: test build verify-gpu clean
+.PHONY: test build verify-gpu measure aggregate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,14 @@ build: $(VENV)/.installed
 ## verify-gpu: the correctness grid on the local GPU (uses the python3 that holds CUDA torch and triton)
 verify-gpu:
 	$(PYTHON) workflow/scripts/verify.py --out data/$(GPU)/verify
+
+## measure: the whole GPU measurement (timings, Nsight Compute) into a new folder data/$(GPU)/run-<time>
+measure:
+	$(PYTHON) workflow/scripts/measure.py --gpu-dir data/$(GPU)
+
+## aggregate: every sealed run of data/$(GPU) (checksums verified) into results/aggregate
+aggregate: $(VENV)/.installed
+	$(BIN)/python workflow/scripts/aggregate.py --gpu-dir data/$(GPU) --out results/aggregate
 
 clean:
 	rm -rf results .pytest_cache

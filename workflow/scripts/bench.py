@@ -126,11 +126,12 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
     bad = {r["key"] for r in rows if r["status"] != "ok"}
     plan = [(r, e) for r in range(max(bench_plan.repeats(e, m) for e in entries))
             for e in entries if r < bench_plan.repeats(e, m)]
-    todo = [(r, e) for r, e in plan if (e.key, r) not in done]
-    log(f"bench: {len(entries)} entries, {len(plan)} timings, {len(plan) - len(todo)} already done")
+    todo = [(r, e) for r, e in plan if (e.key, r) not in done and e.key not in bad]
+    log(f"bench: {len(entries)} entries, {len(plan)} timings, {len(done)} already done, "
+        f"{len(bad)} entries refused or wrong (not timed)")
     if not todo:
         return path
-    precompile([e for e in entries if e.key not in bad and any(e is x for _, x in todo)], workers, log)
+    precompile(list({e.key: e for _, e in todo}.values()), workers, log)
     snapshots = out / "snapshots.jsonl"
     fresh = not path.exists()
     t0, last_repeat = time.time(), None

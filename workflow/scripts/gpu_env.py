@@ -11,7 +11,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-SMI_FIELDS = ["name", "pci.bus_id", "driver_version", "pstate", "temperature.gpu", "power.draw", "power.limit",
+SMI_FIELDS = ["name", "uuid", "serial", "pci.bus_id", "driver_version", "pstate", "temperature.gpu", "power.draw", "power.limit",
               "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "clocks.applications.graphics",
               "clocks_event_reasons.active", "clocks_event_reasons.sw_thermal_slowdown",
               "clocks_event_reasons.hw_slowdown", "clocks_event_reasons.sw_power_cap", "utilization.gpu",

@@ -66,6 +66,10 @@ def profile(cfg_path: Path, run: Path, log) -> None:
     if (run / "ncu.csv").exists():
         log("profile: already done")
         return
+    if rep.exists() and order.exists():
+        log("profile: the report exists; reading it")
+        _tidy(rep, order, run, log)
+        return
     ncu = shutil.which("ncu")
     if ncu is None:
         raise RuntimeError("ncu (Nsight Compute) is not on the PATH; install it or add its folder to PATH")
@@ -79,7 +83,12 @@ def profile(cfg_path: Path, run: Path, log) -> None:
             log("  " + line)
     if proc.returncode != 0:
         raise RuntimeError(f"ncu failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    # The report reader runs in a process of its own: loaded beside torch it has crashed.
+    _tidy(rep, order, run, log)
+
+
+def _tidy(rep: Path, order: Path, run: Path, log) -> None:
+    """Report -> ncu.csv, then keep the report gzipped. The reader runs in a process of its own: loaded beside
+    torch it has crashed."""
     tidy = subprocess.run([sys.executable, str(HERE / "ncu_tidy.py"), str(rep), str(order), str(run / "ncu.csv")],
                           capture_output=True, text=True)
     if tidy.returncode != 0 or not (run / "ncu.csv").exists():
@@ -118,10 +127,11 @@ def main(argv=None) -> int:
     if not a.no_profile:
         profile(a.config, run, log)
     env = json.loads(env_path.read_text())
-    env["end"] = gpu_env.snapshot()
+    env.setdefault("end", gpu_env.snapshot())
     gpu_env.write(env_path, env)
+    log(f"done: sealing {run} with {checksums.NAME}")
+    log.f.close()
     checksums.write(run)
-    log(f"done: {run} sealed with {checksums.NAME}")
     return 0
 
 

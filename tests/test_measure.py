@@ -1,0 +1,161 @@
+"""The measurement programs' logic on the CPU: the plan, interleaved and resumable timing (with the GPU parts
+replaced by fakes), checksums, the theoretical traffic, and the committed data."""
+import csv
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+import aggregate  # noqa: E402
+import bench  # noqa: E402
+import bench_plan  # noqa: E402
+import checksums  # noqa: E402
+import ncu_tidy  # noqa: E402
+
+from kernels import STAGES  # noqa: E402
+from kernels.shapes import HEADLINE  # noqa: E402
+from kernels.theory import traffic  # noqa: E402
+
+CFG = bench_plan.load_config(ROOT / "config" / "config.yaml")
+DATA = ROOT / "data" / "nvidia-h200"
+
+
+def test_plan_covers_the_sets():
+    entries = bench_plan.expand(CFG)
+    keys = [e.key for e in entries]
+    assert len(keys) == len(set(keys))
+    head = [e for e in entries if "headline" in e.set.split(",")]
+    assert {e.variant for e in head} == set(STAGES) | set(CFG["torch_impls"])
+    # the headline is also the n_sweep's N=1024 point and the Qwen3-0.6B layout: one entry, three sets
+    v7 = next(e for e in head if e.variant == "v7")
+    assert v7.set.split(",")[:3] == ["headline", "n_sweep", "qwen3"] and v7.layout == "Qwen3-0.6B/1.7B"
+    assert bench_plan.repeats(v7, CFG) == max(CFG["repeats"][s] for s in ("headline", "n_sweep", "qwen3", "tiles"))
+    assert {e.shape.N for e in entries if "n_sweep" in e.set} == set(CFG["n_sweep"])
+    assert {e.shape.H for e in entries if "qwen3" in e.set} == {16, 32, 40, 64}
+    # v7 and v7-warp_specialize at the article tile are already in the headline and ablation sets
+    assert sum(e.set == "tiles" for e in entries) == 2 * 4 * 4 * 2 * 3 - 2
+    with pytest.raises(ValueError, match=r"unknown set\(s\) \['warp'\]"):
+        bench_plan.expand(CFG, ["warp"])
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """bench.run with the GPU replaced: checks pass (but v5 at 16x16 tiles is refused), timings are fake."""
+    calls = []
+
+    def check(entry, seed):
+        if entry.variant == "v5":
+            return "refused", None, "v5: Triton cannot build this variant", None
+        return "ok", 1e-4, "", None
+
+    def time_call(fn, b):
+        calls.append(1)
+        if len(calls) == fake.interrupt_at:
+            raise Interrupt()
+        return dict(time_us=100.0, min_us=99.0, q25_us=99.5, q75_us=100.5, max_us=101.0, mean_us=100.0,
+                    n_samples=50, rep_ms=100)
+
+    fake = type("Fake", (), {"interrupt_at": None, "calls": calls})()
+    monkeypatch.setattr(bench, "check", check)
+    monkeypatch.setattr(bench, "time_call", time_call)
+    monkeypatch.setattr(bench, "precompile", lambda entries, workers, log: None)
+    monkeypatch.setattr(bench.gpu_env, "snapshot", lambda index=0: {"clocks.sm": "fake"})
+    return fake
+
+
+def test_timing_is_interleaved_and_resumes(tmp_path, fake_gpu):
+    entries = bench_plan.expand(CFG, ["headline"])
+    m = {**CFG, "repeats": {**CFG["repeats"], "headline": 3}}
+    fake_gpu.interrupt_at = 20
+    with pytest.raises(Interrupt):
+        bench.run(m, entries, tmp_path, log=lambda s: None)
+    with open(tmp_path / "timings.csv") as f:
+        partial = list(csv.DictReader(f))
+    assert 0 < len(partial) < 3 * len(entries)
+    fake_gpu.interrupt_at = None
+    bench.run(m, entries, tmp_path, log=lambda s: None)
+    with open(tmp_path / "timings.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[:len(partial)] == partial                         # nothing measured was lost or redone
+    pairs = [(r["key"], int(r["repeat"])) for r in rows]
+    assert len(pairs) == len(set(pairs))
+    repeats = [int(r["repeat"]) for r in rows]
+    assert repeats == sorted(repeats)                              # A B C, A B C: whole list per repeat
+    v5 = [r for r in rows if r["variant"] == "v5"]
+    assert len(v5) == 1 and v5[0]["status"] == "refused" and v5[0]["time_us"] == ""   # refused: never timed
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert len(ok) == 3 * (len(entries) - 1)
+
+
+def test_checksums(tmp_path):
+    (tmp_path / "a.csv").write_text("1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.csv").write_text("2\n")
+    with pytest.raises(FileNotFoundError, match="never sealed"):
+        checksums.verify(tmp_path)
+    checksums.write(tmp_path)
+    checksums.verify(tmp_path)
+    (tmp_path / "a.csv").write_text("3\n")
+    (tmp_path / "sub" / "b.csv").unlink()
+    with pytest.raises(ValueError, match=r"a.csv: changed since the run.*sub/b.csv: missing"):
+        checksums.verify(tmp_path)
+
+
+def test_theoretical_traffic():
+    """T1 and T2 for the headline at BM = 32. The article's T1 reads 528 MiB (566.94 MB), but its own formula
+    gives 520 MiB = 545.26 MB, which is the L2 read figure the article measured for v0."""
+    full = traffic(HEADLINE, 32, 32, causal_skip=False)
+    assert full["requested_read_bytes"] == 32 * 32 * (32 * 128 + 2 * 1024 * 128) * 2 == 545_259_520
+    assert full["requested_write_bytes"] == 8 * 2**20
+    skip = traffic(HEADLINE, 32, 32, causal_skip=True)
+    assert skip["kv_blocks_visited"] == 32 * (32 * 33 // 2)       # C2: 32x32 -> 32x33/2 blocks
+    assert skip["kv_blocks_visited"] / full["kv_blocks_visited"] == pytest.approx(1 - 0.484375)
+    assert full["matmul_flops_executed"] == 2 * full["matmul_flops_useful"]
+
+
+def test_ncu_key_parsing():
+    assert ncu_tidy.describe("triton|v3|2,16,8,1024,128|float16|causal|32x32w4s3")["stage"] == "v3"
+    d = ncu_tidy.describe("torch-flash|torch-flash|2,16,8,1024,128|float16|causal|-")
+    assert d["impl"] == "torch-flash" and d["stage"] == ""
+
+
+def test_committed_runs_aggregate(tmp_path):
+    """The committed H200 runs verify against their checksums and give each stage's headline ratio per run."""
+    out = tmp_path / "agg"
+    aggregate.main(["--gpu-dir", str(DATA), "--article", str(ROOT / "data" / "article"), "--out", str(out)])
+    import pandas as pd
+    head = pd.read_csv(out / "headline.csv")
+    runs = sorted(set(head.run) - {"median of runs"})
+    assert len(runs) >= 2
+    assert set(head.stage) == set(STAGES)
+    assert (head["pct_of_torch-default"] > 100).all() and (head.repeats >= 5).all()
+    assert set(head.article_us.dropna()) == {1380, 818, 780, 792, 668, 654, 652}
+
+
+def test_tampered_data_is_refused(tmp_path):
+    copy = tmp_path / "nvidia-h200"
+    shutil.copytree(DATA, copy)
+    run = sorted(copy.glob("run-*"))[0]
+    text = (run / "timings.csv").read_text().replace(",ok,", ",ok,", 1)
+    (run / "timings.csv").write_text(text + "\n")
+    with pytest.raises(ValueError, match="timings.csv: changed since the run"):
+        aggregate.runs(copy)
+
+
+def test_article_figures_name_metrics_we_measure():
+    """Every Nsight metric the article's figures are filed under is one our profile collects, so they join."""
+    import pandas as pd
+    article = pd.read_csv(ROOT / "data" / "article" / "ncu.csv")
+    ours = set(pd.read_csv(sorted(DATA.glob("run-*"))[0] / "ncu.csv", usecols=["metric"]).metric)
+    not_nsight = {"blocks_per_sm", "flop_count_unclear", "lts__t_bytes_read_write", "dram__bytes_read_write"}
+    assert set(article.metric) - not_nsight <= ours
+    timings = pd.read_csv(ROOT / "data" / "article" / "timings.csv")
+    assert set(timings.stage.dropna()) == set(STAGES)
