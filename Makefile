@@ -4,8 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 JOBS ?= 2
 GPU ?= nvidia-h200
+RUN ?= run-$(shell date -u +%Y%m%dT%H%M%SZ)
+GPUS ?= 1
 
-.PHONY: test build verify-gpu measure aggregate clean
+.PHONY: test build measure clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,17 +22,11 @@ test: $(VENV)/.installed
 build: $(VENV)/.installed
 	$(BIN)/python -m kernels.build --variants all --archs 90 89 120 --out results/build
 
-## verify-gpu: the correctness grid on the local GPU (uses the python3 that holds CUDA torch and triton)
-verify-gpu:
-	$(PYTHON) workflow/scripts/verify.py --out data/$(GPU)/verify
-
-## measure: the whole GPU measurement (timings, Nsight Compute) into a new folder data/$(GPU)/run-<time>
+## measure: on a machine with GPUs, measure into data/$(GPU)/$(RUN) (verify, bench, profile, ceilings),
+##          then rebuild everything from all runs. RUN must be new; GPUS = how many GPUs to spread over.
+##          Runs under $(PYTHON), which must hold CUDA torch, triton 3.6.0 and `pip install -e '.[workflow]'`.
 measure:
-	$(PYTHON) workflow/scripts/measure.py --gpu-dir data/$(GPU)
-
-## aggregate: every sealed run of data/$(GPU) (checksums verified) into results/aggregate
-aggregate: $(VENV)/.installed
-	$(BIN)/python workflow/scripts/aggregate.py --gpu-dir data/$(GPU) --out results/aggregate
+	$(PYTHON) -m snakemake --profile profiles/gpu --resources gpu=$(GPUS) --config measure=True run=$(RUN)
 
 clean:
 	rm -rf results .pytest_cache

@@ -77,11 +77,13 @@ def test_timing_is_interleaved_and_resumes(tmp_path, fake_gpu):
     fake_gpu.interrupt_at = 20
     with pytest.raises(Interrupt):
         bench.run(m, entries, tmp_path, log=lambda s: None)
-    with open(tmp_path / "timings.csv") as f:
+    assert not (tmp_path / "timings.csv").exists()              # only a finished bench has its declared output
+    with open(tmp_path / "timings.partial.csv") as f:
         partial = list(csv.DictReader(f))
     assert 0 < len(partial) < 3 * len(entries)
     fake_gpu.interrupt_at = None
     bench.run(m, entries, tmp_path, log=lambda s: None)
+    assert not (tmp_path / "timings.partial.csv").exists()
     with open(tmp_path / "timings.csv") as f:
         rows = list(csv.DictReader(f))
     assert rows[:len(partial)] == partial                         # nothing measured was lost or redone
@@ -130,7 +132,8 @@ def test_ncu_key_parsing():
 def test_committed_runs_aggregate(tmp_path):
     """The committed H200 runs verify against their checksums and give each stage's headline ratio per run."""
     out = tmp_path / "agg"
-    aggregate.main(["--gpu-dir", str(DATA), "--article", str(ROOT / "data" / "article"), "--out", str(out)])
+    aggregate.main(["--runs", *map(str, sorted(DATA.glob("run-*"))), "--article", str(ROOT / "data" / "article"),
+                    "--out", str(out)])
     import pandas as pd
     head = pd.read_csv(out / "headline.csv")
     runs = sorted(set(head.run) - {"median of runs"})
@@ -147,7 +150,7 @@ def test_tampered_data_is_refused(tmp_path):
     text = (run / "timings.csv").read_text().replace(",ok,", ",ok,", 1)
     (run / "timings.csv").write_text(text + "\n")
     with pytest.raises(ValueError, match="timings.csv: changed since the run"):
-        aggregate.runs(copy)
+        aggregate.verified(sorted(copy.glob("run-*")))
 
 
 def test_article_figures_name_metrics_we_measure():

@@ -1,6 +1,10 @@
-"""Aggregate step: every sealed run of a GPU folder (checksums verified first) into tidy tables.
+"""Aggregate step: the given sealed runs (checksums verified first) into tidy tables.
 
-    python workflow/scripts/aggregate.py --gpu-dir data/nvidia-h200 --out results/aggregate
+    python workflow/scripts/aggregate.py --runs data/nvidia-h200/run-1 data/nvidia-h200/run-2 \
+        --build results/build/sm_90/build.csv --out results/aggregate
+
+A run folder holds its timings either flat (timings.csv) or per set (bench-<set>/timings.csv), its Nsight rows in
+ncu.csv or profile/ncu.csv, and, from run-3 on, ceilings/ceilings.csv: every such file below the run is read.
 
 Writes:
 - timings.csv: every timing row of every run, with the run's name;
@@ -9,7 +13,9 @@ Writes:
 - headline.csv: the stages at the headline shape and the article's tile, per run and pooled, with their ratios
   to torch-flash and torch-default, beside the article's time and ratio;
 - variation.csv: run-to-run variation of each stage's time and of each ratio (max/min - 1 over runs);
-- ncu.csv: the Nsight Compute rows of every run.
+- ncu.csv: the Nsight Compute rows of every run;
+- ceilings.csv: the measured matrix rate and copy bandwidth of every run that has them;
+- build.csv: the static build report of every architecture built.
 """
 from __future__ import annotations
 
@@ -26,22 +32,27 @@ HEADLINE_KEY = {"B": 2, "H": 16, "H_kv": 8, "N": 1024, "D": 128, "dtype": "float
 TORCH = ("torch-flash", "torch-default", "torch-cudnn")
 
 
-def runs(gpu_dir: Path) -> list:
-    found = sorted(p for p in gpu_dir.glob("run-*") if p.is_dir())
-    for p in found:
+def verified(run_dirs) -> list:
+    run_dirs = [Path(r) for r in run_dirs]
+    if not run_dirs:
+        raise ValueError("no runs given")
+    for p in run_dirs:
         checksums.verify(p)
-    if not found:
-        raise FileNotFoundError(f"no run-* folders under {gpu_dir}")
-    return found
+    return run_dirs
 
 
-def load(gpu_dir: Path, name: str) -> pd.DataFrame:
+def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
+    """Every file called `name` below each run, with the run's name in a first column."""
     frames = []
-    for run in runs(gpu_dir):
-        df = pd.read_csv(run / name)
-        df.insert(0, "run", run.name)
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    for run in run_dirs:
+        files = sorted(Path(run).rglob(name))
+        if not files and required:
+            raise FileNotFoundError(f"{run}: no {name}")
+        frames += [pd.read_csv(f).assign(run=Path(run).name) for f in files]
+    if not frames:
+        return pd.DataFrame(columns=["run"])
+    df = pd.concat(frames, ignore_index=True)
+    return df[["run"] + [c for c in df.columns if c != "run"]]
 
 
 def per_run(timings: pd.DataFrame) -> pd.DataFrame:
@@ -81,21 +92,26 @@ def variation(head: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gpu-dir", type=Path, required=True)
+    ap.add_argument("--runs", type=Path, nargs="+", required=True, help="sealed run folders")
+    ap.add_argument("--build", type=Path, nargs="*", default=[], help="build.csv files of the build step")
     ap.add_argument("--article", type=Path, default=Path("data/article"))
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
-    timings = load(a.gpu_dir, "timings.csv")
+    run_dirs = verified(a.runs)
+    timings = load(run_dirs, "timings.csv")
     timings.to_csv(a.out / "timings.csv", index=False)
     pr = per_run(timings)
     pr.to_csv(a.out / "per_run.csv", index=False)
     head = headline(pr, pd.read_csv(a.article / "timings.csv"))
     head.to_csv(a.out / "headline.csv", index=False)
     variation(head).to_csv(a.out / "variation.csv", index=False)
-    load(a.gpu_dir, "ncu.csv").to_csv(a.out / "ncu.csv", index=False)
+    load(run_dirs, "ncu.csv").to_csv(a.out / "ncu.csv", index=False)
+    load(run_dirs, "ceilings.csv", required=False).to_csv(a.out / "ceilings.csv", index=False)
+    build = pd.concat([pd.read_csv(b) for b in a.build], ignore_index=True) if a.build else pd.DataFrame()
+    build.to_csv(a.out / "build.csv", index=False)
     pd.set_option("display.width", 200)
-    print(head.round(1).to_string(index=False))
+    print(head[head.run == "median of runs"].round(1).to_string(index=False))
     print(variation(head).round(2).to_string(index=False))
     return 0
 

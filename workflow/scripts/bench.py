@@ -5,7 +5,11 @@ float64 reference (kernels.accuracy); an entry that is wrong or that Triton refu
 timed. Then `triton.testing.do_bench` times it: L2 flushed before every sample, warm-up, all samples kept, and the
 row records their median, quartiles, min, max and count. The whole list runs once per repeat, in one fixed order
 (A B C, A B C, ...), so drift shows as spread within an entry, not as a difference between entries. Every row is
-appended to timings.csv at once: run the same command again after an interruption and it resumes.
+appended to timings.partial.csv at once, renamed timings.csv when all are done: run the same command again after an
+interruption and it resumes (the partial file is no declared output, so Snakemake leaves it in place).
+
+Beside the timings: env.json (the GPU, its UUID, versions, and nvidia-smi's state at the start and the end) and
+snapshots.jsonl (clocks and throttle reasons at the start of every repeat).
 
 Before timing, worker processes compile every Triton entry in parallel into Triton's cache, which the timing
 process then loads: compiling dominates the wall time otherwise.
@@ -119,8 +123,12 @@ def read_rows(path: Path) -> list:
 
 
 def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
-    """Time every entry its number of repeats, interleaved, appending to out/timings.csv; resumes."""
-    path = out / "timings.csv"
+    """Time every entry its number of repeats, interleaved, appending to out/timings.partial.csv; resumes; then
+    renames it out/timings.csv."""
+    final, path = out / "timings.csv", out / "timings.partial.csv"
+    if final.exists():
+        log(f"bench: {final} is complete")
+        return final
     rows = read_rows(path)
     done = {(r["key"], int(r["repeat"])) for r in rows}
     bad = {r["key"] for r in rows if r["status"] != "ok"}
@@ -130,7 +138,8 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
     log(f"bench: {len(entries)} entries, {len(plan)} timings, {len(done)} already done, "
         f"{len(bad)} entries refused or wrong (not timed)")
     if not todo:
-        return path
+        path.rename(final)
+        return final
     precompile(list({e.key: e for _, e in todo}.values()), workers, log)
     snapshots = out / "snapshots.jsonl"
     fresh = not path.exists()
@@ -160,18 +169,27 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
             log(f"[{i}/{len(todo)} {time.time() - t0:4.0f}s eta {eta:4.0f}s] r{r} {e.key}: "
                 + (f"{row['time_us']:9.1f} us" if status == "ok" else f"{status} {note[:150]}"))
         snap.write(gpu_env.json_line({"repeat": "end", **gpu_env.snapshot()}))
-    return path
+    path.rename(final)
+    return final
 
 
-if __name__ == "__main__":
+def main(argv=None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
     ap.add_argument("--sets", nargs="+", default=list(bench_plan.SETS), choices=bench_plan.SETS)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True, help="folder for timings.csv, env.json, snapshots.jsonl")
     ap.add_argument("--workers", type=int, default=max(1, min(12, (os.cpu_count() or 2) - 2)))
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     cfg = bench_plan.load_config(a.config)
-    run(cfg, bench_plan.expand(cfg, a.sets), a.out, a.workers)
+    env = gpu_env.start(a.out / "env.json", argv=sys.argv, plan=cfg, sets=a.sets)
+    run(cfg, bench_plan.expand(cfg, a.sets), a.out, a.workers,
+        log=lambda msg: print(msg, flush=True))
+    gpu_env.finish(a.out / "env.json", env)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

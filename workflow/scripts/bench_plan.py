@@ -45,9 +45,9 @@ class Entry:
 
 def load_config(path: Path) -> dict:
     cfg = yaml.safe_load(Path(path).read_text())
-    if not isinstance(cfg, dict) or "measure" not in cfg:
-        raise ValueError(f"{path}: no 'measure' section")
-    return cfg["measure"]
+    if not isinstance(cfg, dict) or "plan" not in cfg:
+        raise ValueError(f"{path}: no 'plan' section (what the GPU measurement runs)")
+    return cfg["plan"]
 
 
 def expand(m: dict, sets=SETS) -> list:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -27,13 +28,20 @@ def _smi(field: str, index: int) -> str:
     return out.stdout.strip() if out.returncode == 0 else f"unavailable: {out.stdout.strip() or out.stderr.strip()}"
 
 
-def snapshot(index: int = 0) -> dict:
-    """nvidia-smi's view of GPU `index` now (clocks, throttle reasons, temperature, power)."""
+def _this_gpu() -> str:
+    """The GPU this process uses, as nvidia-smi names it: the first of CUDA_VISIBLE_DEVICES, else 0."""
+    return (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+
+
+def snapshot(index=None) -> dict:
+    """nvidia-smi's view of this process's GPU now (clocks, throttle reasons, temperature, power)."""
+    index = _this_gpu() if index is None else index
     return {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             **{f: _smi(f, index) for f in SMI_FIELDS}}
 
 
 def collect(index: int = 0) -> dict:
+    """Static facts: versions, and torch's view of CUDA device `index` (after CUDA_VISIBLE_DEVICES)."""
     import torch
     import triton
 
@@ -54,3 +62,16 @@ def json_line(obj: dict) -> str:
 def write(path: Path, env: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(env, indent=2, sort_keys=True) + "\n")
+
+
+def start(path: Path, **extra) -> dict:
+    """env.json at the start of a GPU step (kept if the step resumes): static facts, the extras, a snapshot."""
+    if path.exists():
+        return json.loads(path.read_text())
+    env = {**collect(), **extra, "start": snapshot()}
+    write(path, env)
+    return env
+
+
+def finish(path: Path, env: dict) -> None:
+    write(path, {**env, "end": snapshot()})

@@ -1,17 +1,21 @@
-"""Verify step on a GPU: every stage, ablation variant and a set of tiles against the float64 reference.
+"""Verify step: every stage, ablation variant and a set of tiles against the float64 reference, on a GPU; or, with
+--device cpu (and TRITON_INTERPRET=1), every stage at small float16 shapes in Triton's interpreter.
 
 Each case draws fresh random inputs (its seed is recorded), poisons the output with NaN, runs the kernel and judges
 it (kernels.accuracy); PyTorch's default SDPA on the same inputs is judged too, for scale. Cases are spread over
 worker processes (compiling dominates) and each finished case is appended to the CSV at once, so an interrupted run
 resumes where it stopped. A variant Triton refuses at a tile is a row too, status 'refused', with the reason.
 
-    python workflow/scripts/verify.py --out data/nvidia-h200/verify [--quick]
+    python workflow/scripts/verify.py --out data/nvidia-h200/<run>/verify
+    TRITON_INTERPRET=1 python workflow/scripts/verify.py --device cpu --N 1 77 130 --out results/verify/cpu
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import multiprocessing as mp
+import os
 import secrets
 import sys
 import time
@@ -75,7 +79,13 @@ def cases(quick: bool = False) -> list:
     return out
 
 
-def run_case(case: Case) -> dict:
+def cpu_cases(ns) -> list:
+    """For the interpreter: every stage, causal and not, at small float16 shapes (bf16: see the tests)."""
+    return [Case(name, st.switches, Shape(1, 4, 2, n, 64, "float16", causal), Tile())
+            for name, st in STAGES.items() for n in ns for causal in (True, False)]
+
+
+def run_case(case: Case, device: str = "cuda") -> dict:
     import torch
 
     from kernels import TileNotSupportedError, attention, reference_attention, sdpa
@@ -87,13 +97,14 @@ def run_case(case: Case) -> dict:
                switches=switches_label(case.switches), B=s.B, H=s.H, H_kv=s.H_kv, N=s.N, D=s.D, dtype=s.dtype,
                causal=s.causal, block_m=t.block_m, block_n=t.block_n, num_warps=t.num_warps,
                num_stages=t.num_stages, seed=seed, note="")
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    q, k, v = s.tensors(device="cuda", generator=g)
+    g = torch.Generator(device=device).manual_seed(seed)
+    q, k, v = s.tensors(device=device, generator=g)
     ref = reference_attention(q, k, v, causal=s.causal)
     out = poisoned_like(q)
     try:
         attention(q, k, v, causal=s.causal, switches=case.switches, out=out, **asdict(t))
-        torch.cuda.synchronize()
+        if device == "cuda":
+            torch.cuda.synchronize()
     except TileNotSupportedError as err:
         return {**row, "status": "refused", "note": str(err)}
     verdict = judge(out, ref)
@@ -113,30 +124,46 @@ def done_keys(path: Path) -> set:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="folder for correctness.csv and env.json")
-    ap.add_argument("--workers", type=int, default=8)
-    ap.add_argument("--quick", action="store_true", help="skip N=4096")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--N", type=int, nargs="+", default=[1, 77, 130], help="sequence lengths (cpu only)")
+    ap.add_argument("--workers", type=int, default=8, help="processes (cuda only)")
+    ap.add_argument("--quick", action="store_true", help="skip N=4096 (cuda only)")
     args = ap.parse_args(argv)
-    csv_path = args.out / "correctness.csv"
-    todo = [c for c in cases(args.quick) if c.key not in done_keys(csv_path)]
+    if args.device == "cpu" and not os.environ.get("TRITON_INTERPRET"):
+        raise SystemExit("--device cpu runs the kernels in Triton's interpreter: set TRITON_INTERPRET=1")
+    final, partial = args.out / "correctness.csv", args.out / "correctness.partial.csv"
+    if final.exists():
+        print(f"{final} is complete")
+        return 0
+    todo = [c for c in (cpu_cases(args.N) if args.device == "cpu" else cases(args.quick))
+            if c.key not in done_keys(partial)]
     args.out.mkdir(parents=True, exist_ok=True)
-    env = {**gpu_env.collect(), "argv": sys.argv, "before": gpu_env.snapshot()}
-    fresh = not csv_path.exists()
+    env = gpu_env.start(args.out / "env.json", argv=sys.argv) if args.device == "cuda" else None
+    fresh = not partial.exists()
     t0, n_bad = time.time(), 0
-    with open(csv_path, "a", newline="") as f, mp.get_context("spawn").Pool(args.workers) as pool:
+    with contextlib.ExitStack() as stack:
+        f = stack.enter_context(open(partial, "a", newline=""))
+        if args.device == "cuda":
+            results = stack.enter_context(mp.get_context("spawn").Pool(args.workers)).imap_unordered(run_case, todo)
+        else:
+            results = (run_case(c, "cpu") for c in todo)
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         if fresh:
             w.writeheader()
-        for i, row in enumerate(pool.imap_unordered(run_case, todo), 1):
+        for i, row in enumerate(results, 1):
             w.writerow(row)
             f.flush()
             n_bad += row["status"] == "WRONG"
             if row["status"] != "ok" or i % 25 == 0 or i == len(todo):
                 print(f"[{i}/{len(todo)} {time.time() - t0:5.0f}s] {row['case']}: {row['status']} "
                       f"err={row.get('rel_error', '')}", flush=True)
-    env["after"] = gpu_env.snapshot()
-    gpu_env.write(args.out / "env.json", env)
+    if env is not None:
+        gpu_env.finish(args.out / "env.json", env)
     print(f"{len(todo)} cases in {time.time() - t0:.0f} s; {n_bad} wrong")
-    return 1 if n_bad else 0
+    if n_bad:
+        return 1
+    partial.rename(final)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,19 @@
+rule build_variants:
+    """Compile every stage and ablation variant for one architecture on the CPU: PTX, cubin, SASS, and the
+    static report (registers, shared memory, spills, SASS instruction mix, occupancy)."""
+    output:
+        csv="results/build/sm_{arch}/build.csv",
+    log:
+        "logs/build/sm_{arch}.log",
+    benchmark:
+        "benchmarks/build/sm_{arch}.tsv"
+    params:
+        out=lambda wc: f"results/build/sm_{wc.arch}",
+    shell:
+        "env -u TRITON_INTERPRET {PY} -m kernels.build --variants all --archs {wildcards.arch} "
+        "--out {params.out} > {log} 2>&1"
+
+
+rule build_all:
+    input:
+        expand("results/build/sm_{arch}/build.csv", arch=config["build"]["archs"]),

@@ -1,0 +1,44 @@
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+validate(config, schema="../../config/schema.yaml")
+
+ROOT = Path(workflow.basedir)
+sys.path.insert(0, str(ROOT))  # the kernels package, when not installed
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+import bench_plan  # noqa: E402  (the sets of the measurement plan)
+
+PY = sys.executable  # the interpreter running Snakemake runs every script
+GPU = config["gpu"]
+DATA = f"data/{GPU}"
+PLAN = config["plan"]
+
+
+wildcard_constraints:
+    arch=r"\d+",
+    set="|".join(bench_plan.SETS),
+    run=r"run-[A-Za-z0-9._-]+",
+
+
+def run_seals():
+    """The SHA256SUMS of every run the paper is built from: the committed, sealed runs of data/<gpu>, plus the
+    new run when measuring. An unsealed (unfinished) run folder is an error, not silently skipped."""
+    runs = sorted(p for p in (ROOT / DATA).glob("run-*") if p.is_dir())
+    if config["measure"]:
+        if not config["run"]:
+            raise ValueError("measure: true needs the new run's folder name: --config run=run-<name>")
+        new = ROOT / DATA / config["run"]
+        if (new / "SHA256SUMS").exists():
+            raise ValueError(f"{DATA}/{config['run']} is a finished run and is never overwritten: "
+                             f"choose another --config run=... name")
+        runs = [r for r in runs if r != new] + [new]
+    unsealed = [r.name for r in runs if not (r / "SHA256SUMS").exists() and r.name != config["run"]]
+    if unsealed:
+        raise ValueError(f"{DATA}: run folder(s) {unsealed} are not sealed (no SHA256SUMS: the run did not "
+                         f"finish); finish them with --config measure=true run=<name>, or move them away")
+    if not runs:
+        raise ValueError(f"no measured runs under {DATA}: measure first (--config measure=true run=run-1)")
+    return [f"{DATA}/{r.name}/SHA256SUMS" for r in runs]

@@ -1,0 +1,70 @@
+# The GPU tier: only asked for when config measure is true (run_seals() then names the new run's SHA256SUMS).
+# Each GPU job declares gpu=1 and runs under gpu_pin.py, which gives it a GPU of its own: with
+# --resources gpu=N the sets spread over N GPUs, and timing and profiling never share one.
+
+
+rule bench:
+    """Time one set of the plan (interleaved repeats, each output checked first); resumes if interrupted."""
+    output:
+        f"{DATA}/{{run}}/bench-{{set}}/timings.csv",
+    log:
+        f"{DATA}/{{run}}/bench-{{set}}/bench.log",
+    threads: 8
+    resources:
+        gpu=1,
+    shell:
+        "{PY} workflow/scripts/gpu_pin.py -- {PY} workflow/scripts/bench.py --sets {wildcards.set} "
+        "--workers {threads} --out {DATA}/{wildcards.run}/bench-{wildcards.set} > {log} 2>&1"
+
+
+rule profile:
+    """Nsight Compute (--set full, clocks as found) on every stage and the torch kernels at the headline shape."""
+    output:
+        csv=f"{DATA}/{{run}}/profile/ncu.csv",
+        report=f"{DATA}/{{run}}/profile/profile.ncu-rep.gz",
+    log:
+        f"{DATA}/{{run}}/profile/profile.log",
+    resources:
+        gpu=1,
+    shell:
+        "{PY} workflow/scripts/gpu_pin.py -- {PY} workflow/scripts/profile.py "
+        "--out {DATA}/{wildcards.run}/profile > {log} 2>&1"
+
+
+rule ceilings:
+    """The measured matrix-product rate and copy bandwidth of the GPU: the roofs of the figures."""
+    output:
+        f"{DATA}/{{run}}/ceilings/ceilings.csv",
+    log:
+        f"{DATA}/{{run}}/ceilings/ceilings.log",
+    resources:
+        gpu=1,
+    shell:
+        "{PY} workflow/scripts/gpu_pin.py -- {PY} workflow/scripts/ceilings.py "
+        "--out {DATA}/{wildcards.run}/ceilings > {log} 2>&1"
+
+
+rule theory:
+    """The traffic and FLOPs each Triton entry requests, from its loop structure (the article's T1, T2)."""
+    output:
+        f"{DATA}/{{run}}/theory.csv",
+    log:
+        "logs/theory/{run}.log",
+    shell:
+        "{PY} workflow/scripts/theory_table.py --out {output} > {log} 2>&1"
+
+
+rule seal_run:
+    """Checksums of everything the run measured; verified whenever the data is read."""
+    input:
+        expand(f"{DATA}/{{{{run}}}}/bench-{{set}}/timings.csv", set=bench_plan.SETS),
+        f"{DATA}/{{run}}/profile/ncu.csv",
+        f"{DATA}/{{run}}/verify/correctness.csv",
+        f"{DATA}/{{run}}/ceilings/ceilings.csv",
+        f"{DATA}/{{run}}/theory.csv",
+    output:
+        f"{DATA}/{{run}}/SHA256SUMS",
+    log:
+        "logs/seal/{run}.log",
+    shell:
+        "{PY} workflow/scripts/checksums.py write {DATA}/{wildcards.run} > {log} 2>&1"

@@ -1,0 +1,27 @@
+rule verify_cpu:
+    """Every stage against the float64 reference in Triton's interpreter (small float16 shapes)."""
+    output:
+        "results/verify/cpu/correctness.csv",
+    log:
+        "logs/verify/cpu.log",
+    benchmark:
+        "benchmarks/verify/cpu.tsv"
+    params:
+        N=" ".join(str(n) for n in config["verify_cpu"]["N"]),
+    shell:
+        "TRITON_INTERPRET=1 {PY} workflow/scripts/verify.py --device cpu --N {params.N} "
+        "--out results/verify/cpu > {log} 2>&1"
+
+
+rule verify_gpu:
+    """The correctness grid on the GPU: every stage and ablation, fp16 and bf16, long sequences, other tiles."""
+    output:
+        f"{DATA}/{{run}}/verify/correctness.csv",
+    log:
+        f"{DATA}/{{run}}/verify/verify.log",
+    threads: 8
+    resources:
+        gpu=1,
+    shell:
+        "{PY} workflow/scripts/gpu_pin.py -- {PY} workflow/scripts/verify.py --workers {threads} "
+        "--out {DATA}/{wildcards.run}/verify > {log} 2>&1"
