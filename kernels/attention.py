@@ -10,7 +10,7 @@ import triton
 
 from . import inputs
 from .flash_fwd import _attn_fwd
-from .stages import SWITCHES, Tile, check_switches, get_stage, variant_name
+from .stages import ALL_SWITCHES, Tile, check_switches, get_stage, variant_name
 
 LOG2E = math.log2(math.e)
 
@@ -57,13 +57,13 @@ def plan_launch(q, k, v, out, *, causal=True, stage="v7", switches=None, sm_scal
     t = inputs.check_tile(tile, default_tile)
     if "const_strides" in switches:
         inputs.check_rows_contiguous(label, q=q, k=k, v=v, out=out)
-    on = {SWITCHES[s].kernel_arg: (s in switches) for s in SWITCHES}
+    on = {sw.kernel_arg: (name in switches) for name, sw in ALL_SWITCHES.items()}
     n_blocks = triton.cdiv(N, t.block_m)
     grid = (n_blocks, B * H) if on["Q_BLOCKS_ON_AXIS0"] else (B * H, n_blocks)
     if grid[1] > inputs.MAX_GRID_AXIS1:
         raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
                          f"split the batch, or use a larger block_m")
-    qk_scale = float(sm_scale) * (LOG2E if on["USE_EXP2"] else 1.0)
+    qk_scale = float(sm_scale) * (LOG2E if on["USE_EXP2"] else 1.0)  # with PRESCALE_Q the kernel scales Q by it
     kwargs = dict(Q=q, K=k, V=v, Out=out, qk_scale=qk_scale)
     for prefix, t_ in (("q", q), ("k", k), ("v", v), ("o", out)):
         for axis, s in zip("bhnd", t_.stride()):

@@ -40,6 +40,10 @@ The switches, and what the baseline does instead:
 - ``WARP_SPECIALIZE`` (v5): ``tl.range(..., warp_specialize=True)`` on both KV loops.
 - ``USE_EXP2`` (v6): the host folds log2(e) into the scale and the kernel calls ``tl.math.exp2``; the baseline
   calls ``tl.exp``, which Triton lowers to a multiplication by log2(e) followed by the same ``ex2`` instruction.
+- ``PRESCALE_Q`` (ours, beyond the article; claim C10): Q is multiplied by the scale once, when it is loaded (and
+  rounded back to 16 bits), so the loop computes ``s - m`` instead of ``s * scale - m``. The article reports that
+  this saves nothing, because Triton already fuses the multiplication and subtraction into one FFMA: it only turns
+  the FFMA into an FADD.
 - ``CONST_STRIDES`` (v7): the row stride is the compile-time HEAD_DIM and the column stride 1 (the host checks
   that the tensors have such rows). The batch and head strides stay run-time values. Note that Triton's JIT already
   turns an integer argument equal to 1 into a constant, so for contiguous inputs only the row stride changes.
@@ -53,7 +57,8 @@ def _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn,
               offs_m, lo, hi, N, qk_scale,
               MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
-              NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr):
+              NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
+              PRESCALE_Q: tl.constexpr):
     """Steps over the key/value blocks [lo, hi), updating (acc, l_i, m_i).
 
     MASKED: mask keys past N and, if causal, keys after the query row. Unmasked steps load without bounds checks.
@@ -74,12 +79,17 @@ def _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn,
             if IS_CAUSAL:
                 keep = keep & (offs_m[:, None] >= offs_n[None, :])
             s = tl.where(keep, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        if PRESCALE_Q:  # q was scaled at load
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            x = s - m_new[:, None]
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+            x = s * qk_scale - m_new[:, None]
         if USE_EXP2:
-            p = tl.math.exp2(s * qk_scale - m_new[:, None])
+            p = tl.math.exp2(x)
             alpha = tl.math.exp2(m_i - m_new)
         else:
-            p = tl.exp(s * qk_scale - m_new[:, None])
+            p = tl.exp(x)
             alpha = tl.exp(m_i - m_new)
         if MASKED:
             v = tl.load(v_ptrs, mask=offs_n[:, None] < N, other=0.0)
@@ -106,7 +116,7 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_CAUSAL: tl.constexpr,
               Q_BLOCKS_ON_AXIS0: tl.constexpr, CAUSAL_SKIP: tl.constexpr, TWO_PHASE: tl.constexpr,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
-              CONST_STRIDES: tl.constexpr):
+              CONST_STRIDES: tl.constexpr, PRESCALE_Q: tl.constexpr):
     if Q_BLOCKS_ON_AXIS0:
         start_m = tl.program_id(0)
         off_bh = tl.program_id(1)
@@ -135,6 +145,8 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m[:, None] < N
     q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
+    if PRESCALE_Q:
+        q = (q * qk_scale).to(q.dtype)
 
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -154,14 +166,14 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
             split = N // BLOCK_N * BLOCK_N
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, split, N, qk_scale, False, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2)
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q)
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, split, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2)
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q)
     else:
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2)
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q)
 
     out = acc / l_i[:, None]
     tl.store(o_base + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od, out.to(Out.dtype.element_ty),

@@ -73,6 +73,17 @@ SWITCHES: Mapping[str, Switch] = {
     )
 }
 
+# Our own switches beyond the article: not part of any stage v0 ... v7, available to every variant.
+EXTENSIONS: Mapping[str, Switch] = {
+    s.name: s
+    for s in (
+        Switch("prescale_q", "",
+               "Q is multiplied by the softmax scale once, at load, instead of every score in the loop (C10)",
+               "PRESCALE_Q"),
+    )
+}
+ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **EXTENSIONS}
+
 ARTICLE_TILE = Tile()
 
 
@@ -92,9 +103,9 @@ STAGES: Mapping[str, Stage] = _cumulative_stages()
 def check_switches(switches: Iterable[str]) -> frozenset:
     """Return the switches as a frozenset, or raise naming the unknown ones."""
     switches = frozenset(switches)
-    unknown = sorted(switches - SWITCHES.keys())
+    unknown = sorted(switches - ALL_SWITCHES.keys())
     if unknown:
-        raise ValueError(f"unknown switch(es) {unknown}; the switches are {list(SWITCHES)}")
+        raise ValueError(f"unknown switch(es) {unknown}; the switches are {list(ALL_SWITCHES)}")
     return switches
 
 
@@ -108,7 +119,7 @@ def get_stage(name: str) -> Stage:
 def switches_label(switches: Iterable[str]) -> str:
     """Canonical text of a switch set, in the article's order ('none' for the baseline)."""
     switches = check_switches(switches)
-    return "+".join(s for s in SWITCHES if s in switches) or "none"
+    return "+".join(s for s in ALL_SWITCHES if s in switches) or "none"
 
 
 def parse_switches_label(label: str) -> frozenset:
@@ -132,6 +143,8 @@ def variant_name(switches: Iterable[str]) -> str:
     full = STAGES["v7"].switches
     if len(full - switches) == 1 and switches < full:
         return f"v7-{next(iter(full - switches))}"
+    if len(switches - full) == 1 and switches > full:
+        return f"v7+{next(iter(switches - full))}"
     if len(switches) == 1:
         return f"v0+{next(iter(switches))}"
     return switches_label(switches)
@@ -149,9 +162,17 @@ def add_one_in(base: str = "v0") -> dict:
     return {f"{base}+{s}": on | {s} for s in SWITCHES if s not in on}
 
 
+def extended(base: str = "v7") -> dict:
+    """`base` with each of our own switches beyond the article (v7+prescale_q)."""
+    on = get_stage(base).switches
+    return {f"{base}+{s}": on | {s} for s in EXTENSIONS}
+
+
 def named_variants() -> dict:
-    """Every named variant: the stages, then the leave-one-out (v7-x) and add-one-in (v0+x) ablations."""
-    return {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out("v7"), **add_one_in("v0")}
+    """Every named variant: the stages, the leave-one-out (v7-x) and add-one-in (v0+x) ablations of the article's
+    switches, and the final stage with each of ours (v7+x)."""
+    return {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out("v7"), **add_one_in("v0"),
+            **extended("v7")}
 
 
 def resolve_variant(name: str) -> frozenset:
@@ -163,4 +184,4 @@ def resolve_variant(name: str) -> frozenset:
         return parse_switches_label(name)
     except ValueError:
         raise ValueError(f"unknown variant {name!r}: give a stage {list(STAGES)}, an ablation "
-                         f"{list(variants)[len(STAGES):]}, or switches joined by '+' from {list(SWITCHES)}") from None
+                         f"{list(variants)[len(STAGES):]}, or switches joined by '+' from {list(ALL_SWITCHES)}") from None

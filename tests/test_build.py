@@ -124,3 +124,14 @@ def test_warp_specialization_refused_at_64x64_with_4_warps(tmp_path):
     assert t[("v5", 90, "64x64w4s3")]["compiles"] == 0
     assert "NVGPUWarpSpecialization" in t[("v5", 90, "64x64w4s3")]["note"]
     assert t[("v5", 90, "64x64w8s3")]["compiles"] == 1
+
+
+def test_prescaled_q_turns_the_ffma_into_an_fadd(tmp_path):
+    """C10: Triton fuses `s * scale - m` into one FFMA; with Q scaled up front the loop does `s - m`, an FADD: the
+    FFMAs become FADDs one for one, and scaling Q adds multiplications outside the loop, so nothing is saved."""
+    t = build(tmp_path, "--variants", "v7", "v7+prescale_q", "--archs", "90", "89")
+    for arch in (90, 89):
+        v7, pre = t[("v7", arch, "32x32w4s3")], t[("v7+prescale_q", arch, "32x32w4s3")]
+        fused = v7["sass.FFMA"] - pre["sass.FFMA"]
+        assert fused > 0 and pre["sass.FADD"] - v7["sass.FADD"] == fused
+        assert pre["sass_instructions"] >= v7["sass_instructions"]

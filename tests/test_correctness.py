@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels import STAGES, add_one_in, attention, leave_one_out, reference_attention
+from kernels.stages import extended
 from kernels.accuracy import judge, poisoned_like
 
-ABLATIONS = {**leave_one_out("v7"), **add_one_in("v0")}
+ABLATIONS = {**leave_one_out("v7"), **add_one_in("v0"), **extended("v7")}
 
 
 def run_and_judge(q, k, v, seed, causal=True, **kwargs):

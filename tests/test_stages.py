@@ -40,6 +40,14 @@ def test_labels_round_trip(stage):
     assert variant_name(sw) == stage
 
 
+def test_extensions_are_not_stages():
+    from kernels.stages import EXTENSIONS, extended
+    assert not set(EXTENSIONS) & set(SWITCHES)
+    assert all(not (set(EXTENSIONS) & st.switches) for st in STAGES.values())
+    for name, sw in extended("v7").items():
+        assert variant_name(sw) == name and resolve_variant(name) == sw and stage_of(sw) is None
+
+
 def test_unknown_names_are_refused():
     with pytest.raises(ValueError, match="unknown variant 'v9'"):
         resolve_variant("v9")
