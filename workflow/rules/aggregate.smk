@@ -9,25 +9,38 @@ rule aggregate:
         article="data/article/timings.csv",
         build=expand("results/build/sm_{arch}/build.csv", arch=config["build"]["archs"]),
     output:
-        expand(f"{AGG}/{{name}}.csv", name=["timings", "per_run", "headline", "variation", "ncu", "ceilings",
-                                           "build"]),
+        timings=f"{AGG}/timings.csv",
+        per_run=f"{AGG}/per_run.csv",
+        headline=f"{AGG}/headline.csv",
+        variation=f"{AGG}/variation.csv",
+        ncu=f"{AGG}/ncu.csv",
+        ceilings=f"{AGG}/ceilings.csv",
+        build=f"{AGG}/build.csv",
     log:
         "logs/aggregate.log",
     params:
+        py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
+    conda:
+        ENV
     shell:
-        "{PY} workflow/scripts/aggregate.py --runs {params.runs} --build {input.build} "
-        "--article data/article --out {AGG} > {log} 2>&1"
+        "{params.py} workflow/scripts/aggregate.py --runs {params.runs} --build {input.build} "
+        "--article data/article --out $(dirname {output.headline}) > {log} 2>&1"
 
 
 rule claims:
     """The verdict on each claim C1-C10, computed from the data by the rules stated in the paper."""
     input:
         rules.aggregate.output,
-        "data/article/claims.csv",
+        headline=rules.aggregate.output.headline,
+        article="data/article/claims.csv",
     output:
         f"{AGG}/claims.csv",
     log:
         "logs/claims.log",
+    params:
+        py=PY,
+    conda:
+        ENV
     shell:
-        "{PY} workflow/scripts/claims.py --agg {AGG} --article data/article --out {output} > {log} 2>&1"
+        "{params.py} workflow/scripts/claims.py --agg $(dirname {input.headline}) --article data/article --out {output} > {log} 2>&1"

@@ -8,9 +8,12 @@ rule build_variants:
     benchmark:
         "benchmarks/build/sm_{arch}.tsv"
     params:
+        py=PY,
         out=lambda wc: f"results/build/sm_{wc.arch}",
+    conda:
+        ENV
     shell:
-        "env -u TRITON_INTERPRET {PY} -m kernels.build --variants all --archs {wildcards.arch} "
+        "env -u TRITON_INTERPRET {params.py} -m kernels.build --variants all --archs {wildcards.arch} "
         "--out {params.out} > {log} 2>&1"
 
 

@@ -12,9 +12,13 @@ rule bench:
     threads: 8
     resources:
         gpu=1,
+    params:
+        py=PY,
+    conda:
+        ENV
     shell:
-        "{PY} workflow/scripts/gpu_pin.py -- {PY} workflow/scripts/bench.py --sets {wildcards.set} "
-        "--workers {threads} --out {DATA}/{wildcards.run}/bench-{wildcards.set} > {log} 2>&1"
+        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --sets {wildcards.set} "
+        "--workers {threads} --out $(dirname {output}) > {log} 2>&1"
 
 
 rule profile:
@@ -26,9 +30,13 @@ rule profile:
         f"{DATA}/{{run}}/profile/profile.log",
     resources:
         gpu=1,
+    params:
+        py=PY,
+    conda:
+        ENV
     shell:
-        "{PY} workflow/scripts/gpu_pin.py -- {PY} workflow/scripts/profile.py "
-        "--out {DATA}/{wildcards.run}/profile > {log} 2>&1"
+        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/profile.py "
+        "--out $(dirname {output.csv}) > {log} 2>&1"
 
 
 rule ceilings:
@@ -39,9 +47,13 @@ rule ceilings:
         f"{DATA}/{{run}}/ceilings/ceilings.log",
     resources:
         gpu=1,
+    params:
+        py=PY,
+    conda:
+        ENV
     shell:
-        "{PY} workflow/scripts/gpu_pin.py -- {PY} workflow/scripts/ceilings.py "
-        "--out {DATA}/{wildcards.run}/ceilings > {log} 2>&1"
+        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/ceilings.py "
+        "--out $(dirname {output}) > {log} 2>&1"
 
 
 rule theory:
@@ -50,8 +62,12 @@ rule theory:
         f"{DATA}/{{run}}/theory.csv",
     log:
         "logs/theory/{run}.log",
+    params:
+        py=PY,
+    conda:
+        ENV
     shell:
-        "{PY} workflow/scripts/theory_table.py --out {output} > {log} 2>&1"
+        "{params.py} workflow/scripts/theory_table.py --out {output} > {log} 2>&1"
 
 
 rule seal_run:
@@ -66,5 +82,9 @@ rule seal_run:
         f"{DATA}/{{run}}/SHA256SUMS",
     log:
         "logs/seal/{run}.log",
+    params:
+        py=PY,
+    conda:
+        ENV
     shell:
-        "{PY} workflow/scripts/checksums.py write {DATA}/{wildcards.run} > {log} 2>&1"
+        "{params.py} workflow/scripts/checksums.py write $(dirname {output}) > {log} 2>&1"

@@ -1,1 +1,64 @@
+rule tables:
+    """The paper's tables (stages, claims, environment) through pandas' Styler.to_latex."""
+    input:
+        rules.aggregate.output,
+        rules.claims.output,
+        headline=rules.aggregate.output.headline,
+        seals=run_seals(),
+    output:
+        stages="results/tables/stages.tex",
+        claims="results/tables/claims.tex",
+        environment="results/tables/environment.tex",
+    log:
+        "logs/tables.log",
+    params:
+        py=PY,
+        runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
+    conda:
+        ENV
+    shell:
+        "{params.py} workflow/scripts/tables.py --agg $(dirname {input.headline}) --runs {params.runs} "
+        "--out $(dirname {output.stages}) > {log} 2>&1"
 
+
+rule macros:
+    """Every number of the text as a LaTeX macro, and each switch's code cut from the kernel source."""
+    input:
+        rules.aggregate.output,
+        rules.claims.output,
+        "kernels/flash_fwd.py",
+        headline=rules.aggregate.output.headline,
+        seals=run_seals(),
+    output:
+        "results/paper/macros.tex",
+    log:
+        "logs/macros.log",
+    params:
+        py=PY,
+        runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
+        logs=" ".join(str(p) for p in sorted((ROOT / DATA / "snakemake-logs").glob("*.log"))),
+    conda:
+        ENV
+    shell:
+        "{params.py} workflow/scripts/macros.py --agg $(dirname {input.headline}) --runs {params.runs} --logs {params.logs} "
+        "--out results/paper > {log} 2>&1"
+
+
+rule paper:
+    """The paper, with latexmk from TeX Live."""
+    input:
+        tex="paper/main.tex",
+        figures=expand("results/figures/{name}.pdf", name=FIGURES),
+        tables=rules.tables.output,
+        macros=rules.macros.output,
+        verify="results/verify/cpu/correctness.csv",
+    output:
+        "results/paper.pdf",
+    log:
+        "logs/paper.log",
+    conda:
+        ENV
+    shell:
+        "(cd paper && TEXINPUTS=.:../results/paper//:../results/tables//: latexmk -pdf -interaction=nonstopmode "
+        "-halt-on-error -outdir=../results/paper-build main.tex) > {log} 2>&1 "
+        "&& cp results/paper-build/main.pdf {output}"

@@ -7,9 +7,12 @@ rule verify_cpu:
     benchmark:
         "benchmarks/verify/cpu.tsv"
     params:
+        py=PY,
         N=" ".join(str(n) for n in config["verify_cpu"]["N"]),
+    conda:
+        ENV
     shell:
-        "TRITON_INTERPRET=1 {PY} workflow/scripts/verify.py --device cpu --N {params.N} "
+        "TRITON_INTERPRET=1 {params.py} workflow/scripts/verify.py --device cpu --N {params.N} "
         "--out results/verify/cpu > {log} 2>&1"
 
 
@@ -22,6 +25,10 @@ rule verify_gpu:
     threads: 8
     resources:
         gpu=1,
+    params:
+        py=PY,
+    conda:
+        ENV
     shell:
-        "{PY} workflow/scripts/gpu_pin.py -- {PY} workflow/scripts/verify.py --workers {threads} "
-        "--out {DATA}/{wildcards.run}/verify > {log} 2>&1"
+        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/verify.py --workers {threads} "
+        "--out $(dirname {output}) > {log} 2>&1"

@@ -1,0 +1,39 @@
+"""Nsight Compute per stage at the headline shape (median over runs; the article's figures as red marks where it
+gives them): L2 hit rate, DRAM bytes read, occupancy, registers, shared memory, executed instructions."""
+import common as c
+import matplotlib.pyplot as plt
+import pandas as pd
+
+a = c.args(__doc__)
+ncu = pd.read_csv(a.agg / "ncu.csv", usecols=["run", "variant", "metric", "instance", "value"])
+ncu = ncu[ncu.instance.isna() & ncu.variant.isin(c.STAGES + c.TORCH[:2])]
+art = pd.read_csv(a.article / "ncu.csv")
+art = art[art.kind == "absolute"]
+panels = [  # (metric, title, scale to the axis unit, article unit -> same unit)
+    ("lts__t_sector_hit_rate.pct", "L2 hit rate (%)", 1, {"%": 1}),
+    ("dram__bytes_read.sum", "DRAM read (MB)", 1e-6, {"MB": 1}),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occupancy (%)", 1, {}),
+    ("launch__registers_per_thread", "registers / thread", 1, {"register/thread": 1}),
+    ("launch__shared_mem_per_block_dynamic", "shared memory / block (KB)", 1e-3, {"KB": 1}),
+    ("smsp__inst_executed.sum", "executed instructions (M)", 1e-6, {}),
+]
+order = c.STAGES + c.TORCH[:2]
+fig, axes = plt.subplots(2, 3, figsize=(9, 5), sharex=True)
+for ax, (metric, title, scale, art_units) in zip(axes.flat, panels):
+    m = ncu[ncu.metric == metric].groupby("variant").value.median().reindex(order) * scale
+    ax.bar(range(len(order)), m.values, color=["#1f77b4"] * 8 + ["#7f7f7f"] * 2)
+    pts = art[art.metric == metric]
+    for _, r in pts.iterrows():
+        if r.unit in art_units and r.stage in c.STAGES:
+            ax.plot(order.index(r.stage), r.value * art_units[r.unit], "o", color="#d62728", markersize=5)
+    if metric == "sm__warps_active.avg.pct_of_peak_sustained_active":
+        theo = ncu[ncu.metric == "sm__maximum_warps_per_active_cycle_pct"].groupby("variant").value.median()
+        ax.plot(range(len(order)), theo.reindex(order).values, "_", color="black", markersize=12,
+                label="theoretical")
+        art_theo = art[art.metric == "sm__maximum_warps_per_active_cycle_pct"]
+        for _, r in art_theo.iterrows():
+            ax.plot(order.index(r.stage), r.value, "o", color="#d62728", markersize=5)
+        ax.legend(fontsize=7, loc="upper right")
+    ax.set_title(title, fontsize=9)
+    ax.set_xticks(range(len(order)), [o.replace("torch-", "t-") for o in order], rotation=45, fontsize=7)
+c.save(fig, a.out)

@@ -1,0 +1,195 @@
+"""Every number the paper's text quotes, as LaTeX macros (results/paper/macros.tex), computed from the aggregated
+data: nothing is typed into the TeX twice. Also the code of each switch, cut from the kernel source, as listings.
+
+    python workflow/scripts/macros.py --agg results/aggregate --runs data/nvidia-h200/run-* --out results/paper
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import claims as claims_rules  # noqa: E402
+import tables  # noqa: E402
+
+from kernels.shapes import HEADLINE  # noqa: E402
+from kernels.stages import ALL_SWITCHES, STAGES  # noqa: E402
+from kernels.theory import traffic  # noqa: E402
+
+DIGITS = "Zero One Two Three Four Five Six Seven Eight Nine".split()
+
+
+def name(*parts) -> str:
+    """A macro name from parts: letters only (digits spelled out), CamelCase."""
+    text = "".join(str(p)[:1].upper() + str(p)[1:] for p in parts)
+    text = re.sub(r"\d", lambda m: DIGITS[int(m.group())], text)
+    return re.sub(r"[^A-Za-z]", "", text)
+
+
+def snakemake_times(log: Path) -> dict:
+    """Wall time of a Snakemake run and the summed time of each rule, from its log's timestamps."""
+    stamp, starts, per_rule, first, last = None, {}, {}, None, None
+    rule = None
+    for line in log.read_text().splitlines():
+        if m := re.match(r"\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]", line):
+            stamp = datetime.strptime(m.group(1), "%a %b %d %H:%M:%S %Y")
+            first = first or stamp
+            last = stamp
+        elif m := re.match(r"\s*(?:local)?rule (\w+):", line):
+            rule = m.group(1)
+        elif (m := re.match(r"\s*jobid: (\d+)", line)) and rule:
+            starts[m.group(1)] = (rule, stamp)
+            rule = None
+        elif m := re.match(r"Finished jobid: (\d+)", line):
+            r, t0 = starts.get(m.group(1), (None, None))
+            if r:
+                per_rule[r] = per_rule.get(r, 0.0) + (stamp - t0).total_seconds()
+    return {"wall": (last - first).total_seconds() if first else 0.0, **per_rule}
+
+
+def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
+    m = {}
+    s = tables.stage_rows(agg, article)
+    for _, r in s.iterrows():
+        st = r.stage
+        m[name(st, "us")] = f"{r.ours_us:.1f}"
+        m[name(st, "ArticleUs")] = f"{r.article_us:.0f}"
+        m[name(st, "PctFlash")] = f"{r.pct_flash:.0f}"
+        m[name(st, "PctDefault")] = f"{r.pct_default:.0f}"
+        m[name(st, "ArticlePct")] = f"{r.article_pct:.1f}"
+    head = pd.read_csv(agg / "headline.csv")
+    med = head[head.run == "median of runs"].iloc[0]
+    for impl in ("torch-flash", "torch-default", "torch-cudnn"):
+        m[name(impl, "us")] = f"{med[impl]:.1f}"
+    var = pd.read_csv(agg / "variation.csv")
+    m["MaxTimeVariation"] = f"{var.time_us_run_to_run_pct.max():.1f}"
+    m["MaxRatioVariation"] = f"{var[['pct_of_torch-flash_run_to_run_pct', 'pct_of_torch-default_run_to_run_pct']].max().max():.1f}"
+    m["NumRuns"] = str(len(runs))
+    m["NumGPUsRecorded"] = str(len({u for r in runs for u in _uuids(r)}))
+    m["NumRunsNoUuid"] = str(sum(not _uuids(r) for r in runs))
+
+    pr = pd.read_csv(agg / "per_run.csv")
+    hl = pr[(pr[list(claims_rules.HEADLINE)] == pd.Series(claims_rules.HEADLINE)).all(axis=1)]
+    for variant in ("v7", "v7-warp_specialize"):
+        t = hl[hl.variant == variant].groupby(["block_m", "block_n", "num_warps", "num_stages"]).time_us.median()
+        (bm, bn, w, st), best = t.idxmin(), t.min()
+        key = "Ws" if variant == "v7" else "NoWs"
+        m[name("Best", key, "Tile")] = f"{int(bm)}$\\times${int(bn)}, {int(w)} warps, {int(st)} stages"
+        m[name("Best", key, "us")] = f"{best:.1f}"
+        m[name("Best", key, "PctFlash")] = f"{100 * best / med['torch-flash']:.0f}"
+        m[name("Best", key, "PctDefault")] = f"{100 * best / med['torch-default']:.0f}"
+    tiles = hl[hl.set.fillna("").str.contains("tiles")]
+    m["TilesTried"] = str(tiles.groupby(["variant", "block_m", "block_n", "num_warps", "num_stages"]).ngroups)
+    timings = pd.read_csv(agg / "timings.csv", usecols=["run", "variant", "status", "block_m", "block_n",
+                                                        "num_warps", "num_stages", "set"])
+    refused = timings[(timings.status == "refused") & timings.set.fillna("").str.contains("tiles")]
+    m["TilesRefusedWs"] = str(refused[refused.variant == "v7"].groupby(
+        ["block_m", "block_n", "num_warps", "num_stages"]).ngroups)
+    m["TilesRefusedNoWs"] = str(refused[refused.variant == "v7-warp_specialize"].groupby(
+        ["block_m", "block_n", "num_warps", "num_stages"]).ngroups)
+    m["TimingsOk"] = str(int((timings.status == "ok").sum()))
+
+    bf = pr[(pr.N == 1024) & (pr.H == 16) & (pr.dtype == "bfloat16")].groupby("variant").time_us.median()
+    for v in ("v0", "v7", "torch-flash", "torch-default"):
+        m[name("Bf", v, "us")] = f"{bf[v]:.1f}"
+    sw = pr[pr.set.fillna("").str.contains("n_sweep") & (pr.H == 16) & (pr.dtype == "float16") & (pr.N == pr.N.max())]
+    sw = sw[(sw.impl != "triton") | ((sw.block_m == 32) & (sw.num_warps == 4) & (sw.num_stages == 3))]
+    tf = (4 * sw.B * sw.H * sw.N ** 2 * sw.D / 2 / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant).median()
+    m["SweepMaxN"] = str(int(sw.N.max()))
+    for v in ("v0", "v2", "v7", "torch-flash", "torch-default"):
+        m[name("Sweep", v, "Tflops")] = f"{tf[v]:.0f}"
+    ceil = pd.read_csv(agg / "ceilings.csv")
+    if not ceil.empty:
+        m["PeakFpSixteen"] = f"{ceil[(ceil.quantity == 'matmul_tflops') & (ceil.dtype == 'float16')].value.median():.0f}"
+        m["CopyBandwidth"] = f"{ceil[ceil.quantity == 'copy_gbps'].value.median() / 1000:.2f}"
+    t_full = traffic(HEADLINE, 32, 32, causal_skip=False)
+    t_skip = traffic(HEADLINE, 32, 32, causal_skip=True)
+    m["TOneMiB"] = f"{t_full['requested_read_bytes'] / 2**20:.0f}"
+    m["TOneMB"] = f"{t_full['requested_read_bytes'] / 1e6:.2f}"
+    m["TTwoMiB"] = f"{t_full['requested_write_bytes'] / 2**20:.0f}"
+    m["TTwoMB"] = f"{t_full['requested_write_bytes'] / 1e6:.2f}"
+    m["TOneSkipMiB"] = f"{t_skip['requested_read_bytes'] / 2**20:.0f}"
+    m["MinDramMiB"] = f"{t_full['min_dram_bytes'] / 2**20:.0f}"
+    m["UsefulGflop"] = f"{t_full['matmul_flops_useful'] / 1e9:.2f}"
+    m["ExecGflopFull"] = f"{t_full['matmul_flops_executed'] / 1e9:.2f}"
+    m["ExecGflopSkip"] = f"{t_skip['matmul_flops_executed'] / 1e9:.2f}"
+
+    ncu = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"])
+    ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
+    m["DramReadVzeroMB"] = f"{ncu[('v0', 'dram__bytes_read.sum')] / 1e6:.1f}"
+    m["LTwoReadVzeroMB"] = f"{ncu[('v0', 'lts__t_sectors_srcunit_tex_op_read.sum')] * 32 / 1e6:.1f}"
+    m["BranchEffVseven"] = f"{ncu[('v7', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
+    m["BranchEffVtwo"] = f"{ncu[('v2', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
+
+    c = pd.read_csv(agg / "claims.csv")
+    for claim, verdict in c.groupby("claim", sort=False).claim_verdict.first().items():
+        m[name(claim, "Verdict")] = verdict
+    for claim, g in c.groupby("claim", sort=False):
+        for i, (_, r) in enumerate(g.iterrows()):
+            m[name(claim, "Ours", chr(ord("A") + i))] = f"{r.ours:.1f}"
+    m["NegligiblePct"] = f"{claims_rules.NEGLIGIBLE_PCT:g}"
+    m["RatioSlackPct"] = f"{100 * claims_rules.RATIO_SLACK:g}"
+
+    for log in logs:
+        t = snakemake_times(log)
+        key = name("Run", log.stem)
+        m[key + "Wall"] = f"{t['wall'] / 60:.1f}"
+    return m
+
+
+def _uuids(run: Path) -> set:
+    import json
+    out = set()
+    for env in Path(run).rglob("env.json"):
+        u = (json.loads(env.read_text()).get("start") or {}).get("uuid")
+        if u:
+            out.add(u)
+    return out
+
+
+def switch_code(kernel: Path, out: Path) -> None:
+    """Each switch's code: every `if <CONSTEXPR>:` block of the kernel source, as a listing file."""
+    lines = kernel.read_text().splitlines()
+    for sw in ALL_SWITCHES.values():
+        blocks = []
+        for i, line in enumerate(lines):
+            if re.match(rf"\s*if (\w+ and )?{sw.kernel_arg}\b", line) or re.search(rf"warp_specialize={sw.kernel_arg}",
+                                                                                line):
+                indent = len(line) - len(line.lstrip())
+                block = [line]
+                for nxt in lines[i + 1:]:
+                    if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent and not nxt.lstrip().startswith(
+                            ("else", "elif")):
+                        break
+                    block.append(nxt)
+                blocks.append("\n".join(b[indent:] if b.strip() else b for b in block[:14]).rstrip())
+        (out / f"code_{sw.name}.tex").write_text(
+            "\\begin{lstlisting}\n" + "\n\n".join(blocks or ["# (host side only)"]) + "\n\\end{lstlisting}\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--agg", type=Path, default=Path("results/aggregate"))
+    ap.add_argument("--article", type=Path, default=Path("data/article"))
+    ap.add_argument("--runs", type=Path, nargs="+", required=True)
+    ap.add_argument("--logs", type=Path, nargs="*", default=[], help="Snakemake logs of GPU runs (time per step)")
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    macros = compute(a.agg, a.article, a.runs, a.logs)
+    (a.out / "macros.tex").write_text("% Generated by workflow/scripts/macros.py from the data: do not edit.\n" +
+                                      "".join(f"\\newcommand{{\\{k}}}{{{v}}}\n" for k, v in sorted(macros.items())))
+    switch_code(ROOT / "kernels" / "flash_fwd.py", a.out)
+    print(f"{len(macros)} macros")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Tables of the paper, from the aggregated data, through pandas' Styler.to_latex (booktabs rules):
+
+- stages.tex: each stage, the article's figures beside ours (median over runs, lowest-highest run in brackets);
+- claims.tex: each claim's components, the article's figure, ours, the verdict by the rules of claims.py;
+- environment.tex: the GPU, driver, versions and clocks of every run.
+
+    python workflow/scripts/tables.py --agg results/aggregate --runs data/nvidia-h200/run-* --out results/tables
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from kernels.stages import STAGES  # noqa: E402
+
+HEADLINE = dict(B=2, H=16, H_kv=8, N=1024, D=128, dtype="float16", causal=True)
+ARTICLE_TILE = dict(block_m=32, block_n=32, num_warps=4, num_stages=3)
+
+
+def tex_escape(s: str) -> str:
+    return (str(s).replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%")
+            .replace("&", r"\&").replace("#", r"\#"))
+
+
+def latex(df: pd.DataFrame, path: Path, colfmt: str) -> None:
+    sty = df.style.hide(axis="index").format(escape=None)
+    path.write_text(sty.to_latex(hrules=True, column_format=colfmt))
+
+
+def stage_rows(agg: Path, article: Path) -> pd.DataFrame:
+    """One row per stage: the numbers of the stage table, unformatted (the tests compare the PDF against them)."""
+    head = pd.read_csv(agg / "headline.csv")
+    runs = head[head.run != "median of runs"]
+    ncu = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"])
+    ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
+    art_t = pd.read_csv(article / "timings.csv")
+    art_torch = art_t.loc[art_t.impl == "torch-default", "time_us"].iloc[0]
+    art_n = pd.read_csv(article / "ncu.csv")
+    art_n = art_n[art_n.kind == "absolute"]
+
+    def art_metric(stage, metric):
+        v = art_n[(art_n.stage == stage) & (art_n.metric == metric)].value
+        return float(v.iloc[0]) if len(v) else float("nan")
+
+    rows = []
+    for st in STAGES:
+        r = runs[runs.stage == st]
+        art_us = art_t[(art_t.stage == st) & (art_t.block_m == 32)].time_us.iloc[0]
+        rows.append(dict(
+            stage=st, article_us=art_us, ours_us=r.time_us.median(), ours_lo=r.time_us.min(),
+            ours_hi=r.time_us.max(), article_pct=100 * art_us / art_torch,
+            pct_flash=r["pct_of_torch-flash"].median(), pct_default=r["pct_of_torch-default"].median(),
+            article_regs=art_metric(st, "launch__registers_per_thread"),
+            ours_regs=ncu.get((st, "launch__registers_per_thread"), float("nan")),
+            article_smem_kb=art_metric(st, "launch__shared_mem_per_block_dynamic"),
+            ours_smem_kb=ncu.get((st, "launch__shared_mem_per_block_dynamic"), float("nan")) / 1000,
+            ours_l2_hit=ncu.get((st, "lts__t_sector_hit_rate.pct"), float("nan")),
+            ours_inst_m=ncu.get((st, "smsp__inst_executed.sum"), float("nan")) / 1e6))
+    return pd.DataFrame(rows)
+
+
+def fmt(x, nd=0, none="--"):
+    return none if pd.isna(x) else f"{x:.{nd}f}"
+
+
+def stages_table(agg: Path, article: Path, out: Path) -> None:
+    s = stage_rows(agg, article)
+    df = pd.DataFrame({
+        "stage": s.stage,
+        r"article $\mu$s": s.article_us.map(fmt),
+        r"ours $\mu$s [runs]": [f"{fmt(m, 1)} [{fmt(lo, 1)}--{fmt(hi, 1)}]"
+                                for m, lo, hi in zip(s.ours_us, s.ours_lo, s.ours_hi)],
+        r"article \% torch": s.article_pct.map(fmt),
+        r"\% flash": s.pct_flash.map(fmt),
+        r"\% default": s.pct_default.map(fmt),
+        "regs art./ours": [f"{fmt(a)}/{fmt(o)}" for a, o in zip(s.article_regs, s.ours_regs)],
+        "smem KB art./ours": [f"{fmt(a, 1)}/{fmt(o, 1)}" for a, o in zip(s.article_smem_kb, s.ours_smem_kb)],
+        r"L2 hit \%": s.ours_l2_hit.map(lambda x: fmt(x, 1)),
+        "inst. M": s.ours_inst_m.map(lambda x: fmt(x, 1)),
+    })
+    latex(df, out / "stages.tex", "l" + "r" * (len(df.columns) - 1))
+
+
+def claims_table(agg: Path, out: Path) -> None:
+    c = pd.read_csv(agg / "claims.csv")
+    first = ~c.claim.duplicated()
+    df = pd.DataFrame({
+        "claim": c.claim.where(first, ""),
+        "component": c.component.map(tex_escape),
+        "article": c.article.map(lambda x: fmt(x, 1)),
+        "ours": [fmt(o, 1) + (rf" $\pm$ {fmt(s, 1)}" if s and s > 0.05 else "")
+                 for o, s in zip(c.ours, c.spread)],
+        "unit": c.unit.map(tex_escape),
+        "component verdict": c.verdict,
+        "claim verdict": c.claim_verdict.where(first, ""),
+    })
+    latex(df, out / "claims.tex", "llrrlll")
+
+
+def _smi(value: str) -> str:
+    """nvidia-smi's reading, short: 'n/a' where it could not be read, throttle masks without leading zeros."""
+    if not value or value.startswith("unavailable"):
+        return "n/a"
+    return hex(int(value, 16)) if value.startswith("0x") else value
+
+
+def environment_table(runs, out: Path) -> None:
+    rows = []
+    for run in runs:
+        for env_path in sorted(Path(run).rglob("env.json")):
+            e = json.loads(env_path.read_text())
+            start, end = e.get("start") or e.get("before") or {}, e.get("end") or e.get("after") or {}
+            rows.append(dict(run=Path(run).name, step=env_path.parent.name if env_path.parent != Path(run) else "all",
+                             gpu=e.get("gpu", ""), uuid=(start.get("uuid") or "not recorded")[:12],
+                             driver=start.get("driver_version", ""), cuda=e.get("cuda_runtime", ""),
+                             torch=e.get("torch", ""), triton=e.get("triton", ""),
+                             sm_clock=f"{_smi(start.get('clocks.sm'))} / {_smi(end.get('clocks.sm'))}",
+                             throttle=f"{_smi(start.get('clocks_event_reasons.active'))} / "
+                                      f"{_smi(end.get('clocks_event_reasons.active'))}"))
+    df = pd.DataFrame(rows)
+    df = df.groupby(["run", "gpu", "uuid", "driver", "cuda", "torch", "triton"], as_index=False).agg(
+        steps=("step", "count"), sm_clock=("sm_clock", "first"), throttle=("throttle", "first"))
+    df = df.map(lambda x: tex_escape(x) if isinstance(x, str) else x)
+    df.columns = ["run", "GPU", "UUID", "driver", "CUDA", "torch", "triton", "steps",
+                  "SM clock start/end", "throttle reasons start/end"]
+    latex(df, out / "environment.tex", "lllllllrll")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--agg", type=Path, default=Path("results/aggregate"))
+    ap.add_argument("--article", type=Path, default=Path("data/article"))
+    ap.add_argument("--runs", type=Path, nargs="+", required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    stages_table(a.agg, a.article, a.out)
+    claims_table(a.agg, a.out)
+    environment_table(a.runs, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
