@@ -30,7 +30,7 @@ paper: $(VENV)/.installed tex
 
 ## test: the whole test suite on the CPU, the pipeline end to end included
 test: $(VENV)/.installed tex
-	$(BIN)/python -m pytest -n $(JOBS) -q tests
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -q tests
 
 ## report: Snakemake's HTML report with every figure (after `make paper`)
 report: $(VENV)/.installed

@@ -27,9 +27,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import checksums  # noqa: E402
+import selection  # noqa: E402
 
-HEADLINE_KEY = {"B": 2, "H": 16, "H_kv": 8, "N": 1024, "D": 128, "dtype": "float16", "causal": True}
-TORCH = ("torch-flash", "torch-default", "torch-cudnn")
+TORCH = tuple(selection.TORCH)
 
 
 def verified(run_dirs) -> list:
@@ -65,9 +65,8 @@ def per_run(timings: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline(pr: pd.DataFrame, article: pd.DataFrame) -> pd.DataFrame:
-    h = pr[(pr[list(HEADLINE_KEY)] == pd.Series(HEADLINE_KEY)).all(axis=1)]
-    stages = h[(h.impl == "triton") & (h.stage.fillna("") != "") & (h.block_m == 32) & (h.block_n == 32)
-               & (h.num_warps == 4) & (h.num_stages == 3)]
+    h = pr[selection.at_headline(pr)]
+    stages = h[(h.impl == "triton") & (h.stage.fillna("") != "") & selection.at_article_tile(h)]
     torch = h[h.impl.isin(TORCH)].pivot(index="run", columns="impl", values="time_us")
     out = stages[["run", "stage", "time_us", "lo_us", "hi_us", "repeats"]].merge(torch, left_on="run",
                                                                                  right_index=True)

@@ -28,10 +28,12 @@ from pathlib import Path
 
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import selection  # noqa: E402
+
 NEGLIGIBLE_PCT = 1.0
 RATIO_SLACK = 0.05
-HEADLINE = dict(B=2, H=16, H_kv=8, N=1024, D=128, dtype="float16", causal=True)
-ARTICLE_TILE = dict(block_m=32, block_n=32, num_warps=4, num_stages=3)
+HEADLINE, ARTICLE_TILE = selection.HEADLINE, selection.ARTICLE_TILE
 
 
 def change_verdict(article: float, ours: list) -> tuple:
@@ -53,8 +55,7 @@ class Data:
 
     def __init__(self, agg: Path, article: Path):
         pr = pd.read_csv(agg / "per_run.csv")
-        sel = (pr[list(HEADLINE)] == pd.Series(HEADLINE)).all(axis=1)
-        self.times = pr[sel]
+        self.times = pr[selection.at_headline(pr)]
         ncu = pd.read_csv(agg / "ncu.csv", usecols=["run", "variant", "metric", "instance", "value"])
         self.ncu = ncu[ncu.instance.isna()]
         self.build = pd.read_csv(agg / "build.csv")
@@ -62,9 +63,7 @@ class Data:
 
     def time(self, variant: str, **tile) -> pd.Series:
         t = {**ARTICLE_TILE, **tile} if not variant.startswith("torch") else {}
-        sel = self.times.variant == variant
-        for k, v in t.items():
-            sel &= self.times[k] == v
+        sel = selection.where(self.times, variant=variant, **t)
         return self.times[sel].set_index("run").time_us
 
     def metric(self, variant: str, metric: str) -> pd.Series:
@@ -73,8 +72,7 @@ class Data:
 
     def static(self, variant: str, metric: str, arch: int = 90) -> float:
         b = self.build
-        sel = (b.variant == variant) & (b.metric == metric) & (b.arch == arch) & (b.block_m == 32) & \
-              (b.block_n == 32) & (b.num_warps == 4) & (b.num_stages == 3)
+        sel = selection.where(b, variant=variant, metric=metric, arch=arch, **ARTICLE_TILE)
         return float(b[sel].value.iloc[0]) if sel.any() else 0.0
 
 

@@ -17,10 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import claims as claims_rules  # noqa: E402
+import selection  # noqa: E402
 import tables  # noqa: E402
 
 from kernels.shapes import HEADLINE  # noqa: E402
-from kernels.stages import ALL_SWITCHES, STAGES  # noqa: E402
+from kernels.stages import ALL_SWITCHES  # noqa: E402
 from kernels.theory import traffic  # noqa: E402
 
 DIGITS = "Zero One Two Three Four Five Six Seven Eight Nine".split()
@@ -76,7 +77,7 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     m["NumRunsNoUuid"] = str(sum(not _uuids(r) for r in runs))
 
     pr = pd.read_csv(agg / "per_run.csv")
-    hl = pr[(pr[list(claims_rules.HEADLINE)] == pd.Series(claims_rules.HEADLINE)).all(axis=1)]
+    hl = pr[selection.at_headline(pr)]
     for variant in ("v7", "v7-warp_specialize"):
         t = hl[hl.variant == variant].groupby(["block_m", "block_n", "num_warps", "num_stages"]).time_us.median()
         (bm, bn, w, st), best = t.idxmin(), t.min()
@@ -100,7 +101,7 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     for v in ("v0", "v7", "torch-flash", "torch-default"):
         m[name("Bf", v, "us")] = f"{bf[v]:.1f}"
     sw = pr[pr.set.fillna("").str.contains("n_sweep") & (pr.H == 16) & (pr.dtype == "float16") & (pr.N == pr.N.max())]
-    sw = sw[(sw.impl != "triton") | ((sw.block_m == 32) & (sw.num_warps == 4) & (sw.num_stages == 3))]
+    sw = sw[(sw.impl != "triton") | selection.at_article_tile(sw)]
     tf = (4 * sw.B * sw.H * sw.N ** 2 * sw.D / 2 / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant).median()
     m["SweepMaxN"] = str(int(sw.N.max()))
     for v in ("v0", "v2", "v7", "torch-flash", "torch-default"):

@@ -15,11 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from kernels.stages import STAGES  # noqa: E402
-
-HEADLINE = dict(B=2, H=16, H_kv=8, N=1024, D=128, dtype="float16", causal=True)
-ARTICLE_TILE = dict(block_m=32, block_n=32, num_warps=4, num_stages=3)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from selection import STAGES  # noqa: E402
 
 
 def tex_escape(s: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -11,10 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-HEADLINE = dict(B=2, H=16, H_kv=8, N=1024, D=128, dtype="float16", causal=True)
-ARTICLE_TILE = dict(block_m=32, block_n=32, num_warps=4, num_stages=3)
-STAGES = [f"v{i}" for i in range(8)]
-TORCH = ["torch-flash", "torch-default", "torch-cudnn"]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from selection import ARTICLE_TILE, HEADLINE, STAGES, TORCH, where  # noqa: E402,F401
 PALETTE = {"ours / torch-flash": "#1f77b4", "ours / torch-default": "#9ecae1", "article / its torch": "#d62728"}
 
 
@@ -33,10 +32,7 @@ def per_run(agg: Path) -> pd.DataFrame:
 
 
 def select(df: pd.DataFrame, **kv) -> pd.DataFrame:
-    sel = pd.Series(True, index=df.index)
-    for k, v in kv.items():
-        sel &= df[k] == v
-    return df[sel]
+    return df[where(df, **kv)]
 
 
 def headline_stages(pr: pd.DataFrame) -> pd.DataFrame:

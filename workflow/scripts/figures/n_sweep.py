@@ -8,8 +8,7 @@ import seaborn as sns
 a = c.args(__doc__)
 pr = c.per_run(a.agg)
 sweep = pr[pr.set.str.contains("n_sweep") & (pr.H == 16) & (pr.dtype == "float16")]
-sweep = sweep[(sweep.impl != "triton") | (sweep.variant.isin(c.STAGES) & (sweep.block_m == 32)
-                                          & (sweep.num_warps == 4) & (sweep.num_stages == 3))]
+sweep = sweep[(sweep.impl != "triton") | (sweep.variant.isin(c.STAGES) & c.where(sweep, **c.ARTICLE_TILE))]
 sweep = sweep.assign(tflops=4 * sweep.B * sweep.H * sweep.N ** 2 * sweep.D / 2 / (sweep.time_us * 1e-6) / 1e12)
 med = sweep.groupby(["variant", "N"]).tflops.median().reset_index()
 fig, ax = plt.subplots(figsize=(7, 3.8))

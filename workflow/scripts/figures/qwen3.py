@@ -7,7 +7,7 @@ import seaborn as sns
 a = c.args(__doc__)
 pr = c.per_run(a.agg)
 q = pr[pr.set.str.contains("qwen3") & pr.variant.isin(["v0", "v2", "v7"] + c.TORCH)]
-q = q[(q.impl != "triton") | ((q.block_m == 32) & (q.num_warps == 4) & (q.num_stages == 3))]
+q = q[(q.impl != "triton") | c.where(q, **c.ARTICLE_TILE)]
 q = q.assign(layout=q.H.astype(str) + "/" + q.H_kv.astype(str) + " heads")
 order = [f"{h}/8 heads" for h in sorted(q.H.unique())]
 fig, ax = plt.subplots(figsize=(7, 3.2))

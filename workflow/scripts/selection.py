@@ -1,0 +1,36 @@
+"""Which rows of the tidy tables the paper's headline means, read from the one definition of each: the article's
+shape (kernels.shapes.HEADLINE), its tile (kernels.stages.ARTICLE_TILE), the stages (kernels.stages.STAGES)."""
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from kernels.shapes import HEADLINE as _HEADLINE  # noqa: E402
+from kernels.stages import ARTICLE_TILE as _TILE  # noqa: E402
+from kernels.stages import STAGES as _STAGES  # noqa: E402
+
+HEADLINE = _HEADLINE.as_dict()
+ARTICLE_TILE = asdict(_TILE)
+STAGES = list(_STAGES)
+TORCH = ["torch-flash", "torch-default", "torch-cudnn"]
+
+
+def where(df: pd.DataFrame, **kv) -> pd.Series:
+    """Boolean mask of the rows whose columns equal the given values."""
+    sel = pd.Series(True, index=df.index)
+    for k, v in kv.items():
+        sel &= df[k] == v
+    return sel
+
+
+def at_headline(df: pd.DataFrame) -> pd.Series:
+    return where(df, **HEADLINE)
+
+
+def at_article_tile(df: pd.DataFrame) -> pd.Series:
+    return where(df, **ARTICLE_TILE)
