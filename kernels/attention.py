@@ -34,7 +34,7 @@ class Launch:
         return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages}
 
 
-def resolve_variant(stage: str | None, switches: Iterable[str] | None) -> tuple:
+def _stage_or_switches(stage: str | None, switches: Iterable[str] | None) -> tuple:
     """(label, switches, default tile) for a stage name or an explicit switch subset."""
     if switches is not None:
         switches = check_switches(switches)
@@ -45,7 +45,7 @@ def resolve_variant(stage: str | None, switches: Iterable[str] | None) -> tuple:
 
 def plan_launch(q, k, v, out, *, causal=True, stage="v7", switches=None, sm_scale=None, **tile) -> Launch:
     """Check everything and return the launch; raises with the problem and the fix on any bad input."""
-    label, switches, default_tile = resolve_variant(stage, switches)
+    label, switches, default_tile = _stage_or_switches(stage, switches)
     B, H, H_kv, N, D = inputs.check_qkv(q, k, v)
     inputs.check_out(out, q)
     if not isinstance(causal, bool):
