@@ -135,3 +135,12 @@ def test_prescaled_q_turns_the_ffma_into_an_fadd(tmp_path):
         fused = v7["sass.FFMA"] - pre["sass.FFMA"]
         assert fused > 0 and pre["sass.FADD"] - v7["sass.FADD"] == fused
         assert pre["sass_instructions"] >= v7["sass_instructions"]
+
+
+def test_hopper_matrix_instructions_need_64_rows(tmp_path):
+    """Why the article's tile is slow on Hopper: with 32 query rows Triton emits mma.sync (HMMA); from 64 rows per
+    4-warp group it emits wgmma (HGMMA), Hopper's own matrix instruction."""
+    t = build(tmp_path, "--variants", "v7-warp_specialize", "--archs", "90", "--tiles", "32x32w4s3", "64x64w4s3")
+    small, large = t[("v7-warp_specialize", 90, "32x32w4s3")], t[("v7-warp_specialize", 90, "64x64w4s3")]
+    assert small.get("sass.HMMA", 0) > 0 and small.get("sass.HGMMA", 0) == 0
+    assert large.get("sass.HGMMA", 0) > 0 and large.get("sass.HMMA", 0) == 0

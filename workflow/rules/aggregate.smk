@@ -5,6 +5,8 @@ rule aggregate:
     """Every run (checksums verified) into tidy tables: timings, per-run medians, the headline table with both
     torch ratios beside the article's, run-to-run variation, Nsight metrics, ceilings, static build."""
     input:
+        "workflow/scripts/aggregate.py",
+        "workflow/scripts/selection.py",
         seals=run_seals(),
         article="data/article/timings.csv",
         build=expand("results/build/sm_{arch}/build.csv", arch=config["build"]["archs"]),
@@ -32,6 +34,7 @@ rule claims:
     """The verdict on each claim C1-C10, computed from the data by the rules stated in the paper."""
     input:
         rules.aggregate.output,
+        "workflow/scripts/claims.py",
         headline=rules.aggregate.output.headline,
         article="data/article/claims.csv",
     output:

@@ -7,6 +7,7 @@ rule figure:
     input:
         script="workflow/scripts/figures/{name}.py",
         common="workflow/scripts/figures/common.py",
+        selection="workflow/scripts/selection.py",
         data=rules.aggregate.output,
         article="data/article/timings.csv",
     output:

@@ -3,6 +3,7 @@ rule tables:
     input:
         rules.aggregate.output,
         rules.claims.output,
+        "workflow/scripts/tables.py",
         headline=rules.aggregate.output.headline,
         seals=run_seals(),
     output:
@@ -27,6 +28,7 @@ rule macros:
         rules.aggregate.output,
         rules.claims.output,
         "kernels/flash_fwd.py",
+        "workflow/scripts/macros.py",
         headline=rules.aggregate.output.headline,
         seals=run_seals(),
     output:

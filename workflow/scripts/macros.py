@@ -86,6 +86,10 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
         m[name("Best", key, "us")] = f"{best:.1f}"
         m[name("Best", key, "PctFlash")] = f"{100 * best / med['torch-flash']:.0f}"
         m[name("Best", key, "PctDefault")] = f"{100 * best / med['torch-default']:.0f}"
+    m["ArticleTileSlowdown"] = f"{float(m['VSevenUs']) / float(m['BestNoWsUs']):.1f}"
+    b = pd.read_csv(agg / "build.csv")
+    sass = b[(b.arch == 90) & (b.metric == "sass_instructions") & selection.at_article_tile(b)].set_index("variant").value
+    m["TwoPhaseSassGrowth"] = f"{100 * (sass['v3'] / sass['v2'] - 1):.0f}"
     tiles = hl[hl.set.fillna("").str.contains("tiles")]
     m["TilesTried"] = str(tiles.groupby(["variant", "block_m", "block_n", "num_warps", "num_stages"]).ngroups)
     timings = pd.read_csv(agg / "timings.csv", usecols=["run", "variant", "status", "block_m", "block_n",
