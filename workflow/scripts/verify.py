@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_env  # noqa: E402
 
 from kernels.shapes import HEADLINE, Shape  # noqa: E402
-from kernels.stages import STAGES, Tile, add_one_in, leave_one_out, stage_of, switches_label  # noqa: E402
+from kernels.stages import STAGES, Tile, add_one_in, extended, leave_one_out, stage_of, switches_label  # noqa: E402
 
 COLUMNS = ["case", "impl", "variant", "stage", "switches", "B", "H", "H_kv", "N", "D", "dtype", "causal",
            "block_m", "block_n", "num_warps", "num_stages", "seed", "status", "rel_error", "unwritten", "tolerance",
@@ -63,7 +63,7 @@ def cases(quick: bool = False) -> list:
                 for causal in (True, False):
                     out.append(Case(name, st.switches, Shape(**{**sh.as_dict(), "dtype": dt, "causal": causal}),
                                     Tile()))
-    ablations = {**leave_one_out("v7"), **add_one_in("v0")}
+    ablations = {**leave_one_out("v7"), **add_one_in("v0"), **extended("v7")}
     for name, sw in ablations.items():
         if stage_of(sw):
             continue  # v7-const_strides is v6, v0+grid_order is v1: already above
