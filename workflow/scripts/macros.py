@@ -21,6 +21,7 @@ import selection  # noqa: E402
 import tables  # noqa: E402
 
 from kernels.shapes import HEADLINE  # noqa: E402
+from kernels.gpus import ARCHS  # noqa: E402
 from kernels.stages import ALL_SWITCHES  # noqa: E402
 from kernels.theory import traffic  # noqa: E402
 
@@ -65,6 +66,8 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
         m[name(st, "PctFlash")] = f"{r.pct_flash:.0f}"
         m[name(st, "PctDefault")] = f"{r.pct_default:.0f}"
         m[name(st, "ArticlePct")] = f"{r.article_pct:.1f}"
+        m[name(st, "Regs")] = f"{r.ours_regs:.0f}"
+        m[name(st, "SmemKB")] = f"{r.ours_smem_kb:.1f}"
     head = pd.read_csv(agg / "headline.csv")
     med = head[head.run == "median of runs"].iloc[0]
     for impl in ("torch-flash", "torch-default", "torch-cudnn"):
@@ -130,6 +133,8 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
     m["DramReadVzeroMB"] = f"{ncu[('v0', 'dram__bytes_read.sum')] / 1e6:.1f}"
     m["LTwoReadVzeroMB"] = f"{ncu[('v0', 'lts__t_sectors_srcunit_tex_op_read.sum')] * 32 / 1e6:.1f}"
+    for st in ("v3", "v4", "v5"):
+        m[name(st, "RegBlocks")] = f"{ncu[(st, 'launch__occupancy_limit_registers')]:.0f}"
     m["BranchEffVseven"] = f"{ncu[('v7', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
     m["BranchEffVtwo"] = f"{ncu[('v2', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
 
@@ -139,6 +144,28 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     for claim, g in c.groupby("claim", sort=False):
         for i, (_, r) in enumerate(g.iterrows()):
             m[name(claim, "Ours", chr(ord("A") + i))] = f"{r.ours:.1f}"
+    for claim, g in c.groupby("claim", sort=False):
+        for i, (_, r) in enumerate(g.iterrows()):
+            m[name(claim, "Art", chr(ord("A") + i))] = f"{r.article:.4g}"
+    art = pd.read_csv(article / "claims.csv")
+    for _, r in art.iterrows():
+        base = name(r.claim, *str(r.quantity).split("_"))
+        for col in ("predicted", "measured"):
+            if not pd.isna(r[col]):
+                m[base + col.capitalize()] = f"{r[col]:g}"
+    art_t = pd.read_csv(article / "timings.csv")
+    m["ArticleTorchUs"] = f"{art_t.loc[art_t.impl == 'torch-default', 'time_us'].iloc[0]:g}"
+    m["ArticleBigTileUs"] = f"{art_t.loc[(art_t.stage == 'v7') & (art_t.block_m == 64), 'time_us'].iloc[0]:g}"
+    m["LTwoMiB"] = f"{_env_value(runs, 'l2_bytes') / 2**20:.0f}"
+    m["SharedPerSmHopperKB"] = f"{ARCHS[90].shared_per_sm / 1024:.0f}"
+    m["SharedPerSmAdaKB"] = f"{ARCHS[89].shared_per_sm / 1024:.0f}"
+    checks = pd.concat([pd.read_csv(f) for r in runs for f in Path(r).rglob("correctness.csv")], ignore_index=True)
+    ok = checks[checks.status == "ok"]
+    for dtype, key in (("float16", "Fp"), ("bfloat16", "Bf")):
+        mant, exp = f"{ok[ok.dtype == dtype].rel_error.max():.1e}".split("e")
+        m[name("WorstErr", key)] = f"${mant}\\times10^{{{int(exp)}}}$"
+    m["ChecksOk"] = str(len(ok))
+    m["ChecksWrong"] = str(int((checks.status == "WRONG").sum()))
     m["NegligiblePct"] = f"{claims_rules.NEGLIGIBLE_PCT:g}"
     m["RatioSlackPct"] = f"{100 * claims_rules.RATIO_SLACK:g}"
 
@@ -147,6 +174,17 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
         key = name("Run", log.stem)
         m[key + "Wall"] = f"{t['wall'] / 60:.1f}"
     return m
+
+
+def _env_value(runs, key: str):
+    """The first value of `key` in the runs' env.json files."""
+    import json
+    for run in runs:
+        for env in sorted(Path(run).rglob("env.json")):
+            value = json.loads(env.read_text()).get(key)
+            if value is not None:
+                return value
+    raise KeyError(f"no {key} in any env.json of {runs}")
 
 
 def _uuids(run: Path) -> set:
