@@ -1,24 +1,33 @@
-"""Change of time from each stage to the next: ours (median over runs, bars from the lowest to the highest run)
-beside the article's."""
+"""Waterfall of the stages: each bar runs from the time before a step to the time after it, as a percentage of
+v0's time; the article's steps on the left, ours on the right (median over runs, whiskers: lowest to highest run
+of the step's end). Green: the step saves time; red: it costs time."""
 import common as c
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 
 a = c.args(__doc__)
 hs = c.headline_stages(c.per_run(a.agg))
 t = hs[hs.variant.isin(c.STAGES)].pivot(index="run", columns="variant", values="time_us")[c.STAGES]
-ours = (100 * (t / t.shift(axis=1) - 1)).drop(columns="v0").melt(ignore_index=False, value_name="change")
-ours = ours.reset_index().rename(columns={"variant": "stage"}).assign(series="ours (H200)")
+ours_runs = 100 * t.div(t["v0"], axis=0)
 art = pd.read_csv(a.article / "timings.csv")
 art = c.select(art[art.stage.isin(c.STAGES)], block_m=32).set_index("stage").time_us[c.STAGES]
-art = (100 * (art / art.shift() - 1)).dropna().rename("change").reset_index().assign(series="article")
-df = pd.concat([ours, art], ignore_index=True)
-fig, ax = plt.subplots(figsize=(7.5, 3.2))
-sns.barplot(df, x="stage", y="change", hue="series", estimator="median", errorbar=("pi", 100),
-            palette={"ours (H200)": "#1f77b4", "article": "#d62728"}, ax=ax, capsize=0.15,
-            err_kws={"linewidth": 1})
-ax.axhline(0, color="black", linewidth=0.8)
-ax.set(xlabel="stage (change from the stage before)", ylabel="time change, %")
-ax.legend(title=None, fontsize=8)
+series = {"article (its GPU)": (100 * art / art["v0"], None), "ours (H200)": (ours_runs.median(), ours_runs)}
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+for ax, (title, (level, runs)) in zip(axes, series.items()):
+    prev = 100.0
+    for i, st in enumerate(c.STAGES):
+        if st == "v0":
+            ax.bar(i, 100, color="#7f7f7f")
+        else:
+            now = level[st]
+            ax.bar(i, now - prev, bottom=prev, color="#2ca02c" if now < prev else "#d62728")
+            ax.plot([i - 1.4, i + 0.4], [prev, prev], color="black", linewidth=0.5)
+            if runs is not None:
+                ax.vlines(i, runs[st].min(), runs[st].max(), color="black", linewidth=1)
+            prev = now
+    ax.bar(len(c.STAGES), prev, color="#1f77b4")
+    ax.set_xticks(range(len(c.STAGES) + 1), c.STAGES + ["final"])
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel("time, % of v0")
+    ax.set_ylim(0, 110)
 c.save(fig, a.out)
