@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 import torch
@@ -10,7 +10,7 @@ import triton
 
 from . import inputs
 from .flash_fwd import _attn_fwd
-from .stages import ALL_SWITCHES, Tile, check_switches, get_stage, variant_name
+from .stages import ALL_SWITCHES, Tile, check_switches, frozen_switches, get_stage, variant_name
 
 LOG2E = math.log2(math.e)
 
@@ -85,15 +85,97 @@ def _compile_failure(launch: Launch, err: Exception, detail: str = "") -> TileNo
         f"num_stages={launch.tile.num_stages}): {type(err).__name__}: {reason}. Choose another tile or stage.")
 
 
-def launch_kernel(launch: Launch) -> None:
+def launch_kernel(launch: Launch):
+    """Launch through Triton's JIT (compiling on first use); returns the CompiledKernel (None when interpreting)."""
     try:
-        _attn_fwd[launch.grid](**launch.kwargs, **launch.options)
+        return _attn_fwd[launch.grid](**launch.kwargs, **launch.options)
     except (triton.CompilationError, triton.runtime.errors.OutOfResources) as err:
         raise _compile_failure(launch, err) from err
     except RuntimeError as err:  # MLIR pass failures surface as RuntimeError("PassManager::run failed")
         if "PassManager" in str(err) or "failed to" in str(err):
             raise _compile_failure(launch, err) from err
         raise
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The launch cache. Checking the inputs, planning the launch and Triton's JIT dispatch cost 60-90 us of host time
+# per call; a compiled kernel launched with its arguments in order costs about 10. So `attention` checks a call
+# once per *signature* -- everything the checks and the JIT's specialization read: each tensor's type, dtype,
+# device, shape, strides and 16-byte alignment; causal, stage, switches, sm_scale and the tile, each with its type;
+# the current CUDA device, and whether Triton interprets -- and keeps the checked plan and the compiled kernel.
+# A later call with the same signature goes straight to the launch; any other call takes the full path, so every
+# bad input still gets its error. The cache holds no tensor.
+# ---------------------------------------------------------------------------------------------------------------
+TENSOR_ARGS = ("Q", "K", "V", "Out")
+_REST = tuple(_attn_fwd.arg_names[len(TENSOR_ARGS):])
+assert tuple(_attn_fwd.arg_names[:len(TENSOR_ARGS)]) == TENSOR_ARGS
+CACHE_SIZE = 4096  # signatures kept; the cache is emptied when full
+
+
+@dataclass
+class _Plan:
+    """A checked launch without its tensors: the grid, the other arguments in the kernel's order, and the compiled
+    kernel per CUDA device once it has been launched through the JIT."""
+
+    label: str
+    tile: Tile
+    grid: tuple
+    rest: tuple
+    kernels: dict = field(default_factory=dict)
+
+
+_PLANS: dict = {}
+
+
+def _tensor_signature(t) -> tuple:
+    """What the checks and the JIT's specialization read of a tensor (raises for a non-tensor: full path)."""
+    return type(t), t.dtype, t.device, t.shape, t.stride(), t.data_ptr() % 16 == 0
+
+
+def _typed(x) -> tuple:
+    return type(x), x
+
+
+def signature(q, k, v, out, causal, stage, sm_scale, switches, tile) -> tuple:
+    """The cache key of a call: equal keys mean that the checks and the compiled kernel are the same."""
+    where = torch.cuda.current_device() if q.device.type == "cuda" else inputs.interpreting()
+    return (_tensor_signature(q), _tensor_signature(k), _tensor_signature(v),
+            None if out is None else _tensor_signature(out), where, _typed(causal), _typed(stage),
+            _typed(sm_scale), switches, tuple((key, type(val), val) for key, val in tile.items()))
+
+
+def clear_cache() -> None:
+    """Forget every checked signature (the next call of each takes the full path again)."""
+    _PLANS.clear()
+
+
+def cached_signatures() -> int:
+    return len(_PLANS)
+
+
+_RUNTIME = triton.knobs.runtime
+try:
+    from torch._C import _cuda_getCurrentRawStream as _current_stream  # what Triton's own launcher uses
+except ImportError:  # a torch built without CUDA
+    _current_stream = None
+
+
+def _launch_planned(plan: _Plan, q, k, v, out) -> None:
+    """Launch a planned call: the compiled kernel directly when this device has one and no launch hook is set (a
+    profiler's hooks need Triton's own launch path), else through the JIT, keeping the kernel it returns."""
+    if q.device.type == "cuda" and not (_RUNTIME.launch_enter_hook.calls or _RUNTIME.launch_exit_hook.calls):
+        device = torch.cuda.current_device()
+        kernel = plan.kernels.get(device)
+        if kernel is not None:
+            g0, g1 = plan.grid
+            kernel.run(g0, g1, 1, _current_stream(device), kernel.function, kernel.packed_metadata, None, None, None,
+                       q, k, v, out, *plan.rest)
+            return
+    launch = Launch(plan.label, frozenset(), plan.tile, plan.grid,
+                    {**dict(zip(TENSOR_ARGS, (q, k, v, out))), **dict(zip(_REST, plan.rest))})
+    kernel = launch_kernel(launch)
+    if kernel is not None and q.device.type == "cuda":
+        plan.kernels[torch.cuda.current_device()] = kernel
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str = "v7",
@@ -106,9 +188,21 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     the stage. tile: block_m, block_n, num_warps, num_stages override the stage's tile (BM = BN = 32, 4 warps).
     out: an optional tensor like q to write into. Returns the output, (B, H, N, D), in q's dtype.
     """
+    switches = frozen_switches(switches)
+    try:
+        key = signature(q, k, v, out, causal, stage, sm_scale, switches, tile)
+        plan = _PLANS.get(key)
+    except Exception:  # a non-tensor, an unhashable option: the full path names the problem
+        key = plan = None
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format) if isinstance(q, torch.Tensor) else None
-    launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
-    inputs.check_runnable(q)
-    launch_kernel(launch)
+    if plan is None:
+        launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
+        inputs.check_runnable(q)
+        plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in _REST))
+        if key is not None:
+            if len(_PLANS) >= CACHE_SIZE:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    _launch_planned(plan, q, k, v, out)
     return out

@@ -62,10 +62,16 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
 
 
 def check_runnable(q: torch.Tensor) -> None:
-    """The kernel runs on a CUDA device, or on the CPU under Triton's interpreter."""
-    if q.device.type != "cuda" and not interpreting():
-        raise ValueError(f"the tensors are on {q.device}; the Triton kernel needs CUDA tensors "
-                         f"(or set TRITON_INTERPRET=1 to run it on the CPU, slowly)")
+    """The kernel runs on the current CUDA device, or on the CPU under Triton's interpreter."""
+    if q.device.type != "cuda":
+        if not interpreting():
+            raise ValueError(f"the tensors are on {q.device}; the Triton kernel needs CUDA tensors "
+                             f"(or set TRITON_INTERPRET=1 to run it on the CPU, slowly)")
+        return
+    current = torch.cuda.current_device()
+    if q.device.index != current:
+        raise ValueError(f"the tensors are on {q.device} but the current CUDA device is cuda:{current}, where "
+                         f"Triton launches; call inside `with torch.cuda.device(q.device):`")
 
 
 def check_tile(tile: dict, default: Tile) -> Tile:

@@ -100,9 +100,23 @@ def _cumulative_stages() -> dict:
 STAGES: Mapping[str, Stage] = _cumulative_stages()
 
 
+def frozen_switches(switches) -> frozenset | None:
+    """A collection of switch names as a frozenset (None stays None); a string or a non-collection raises."""
+    if switches is None or type(switches) is frozenset:
+        return switches
+    if isinstance(switches, str):
+        raise TypeError(f"switches must be a collection of switch names, got the string {switches!r}; "
+                        f"write switches={{{switches!r}}}")
+    try:
+        return frozenset(switches)
+    except TypeError:
+        raise TypeError(f"switches must be a collection of switch names (a set or list of {list(ALL_SWITCHES)}), "
+                        f"got {switches!r}") from None
+
+
 def check_switches(switches: Iterable[str]) -> frozenset:
     """Return the switches as a frozenset, or raise naming the unknown ones."""
-    switches = frozenset(switches)
+    switches = frozen_switches(switches)
     unknown = sorted(switches - ALL_SWITCHES.keys())
     if unknown:
         raise ValueError(f"unknown switch(es) {unknown}; the switches are {list(ALL_SWITCHES)}")
