@@ -61,7 +61,8 @@ def fake_gpu(monkeypatch):
         if len(calls) == fake.interrupt_at:
             raise Interrupt()
         return dict(time_us=100.0, min_us=99.0, q25_us=99.5, q75_us=100.5, max_us=101.0, mean_us=100.0,
-                    n_samples=50, rep_ms=100)
+                    n_samples=50, kernels="_attn_fwd", n_kernels=1, call_us=110.0, call_q25_us=109.0,
+                    call_q75_us=111.0, host_us=12.0, host_calls=100, timer="fake")
 
     fake = type("Fake", (), {"interrupt_at": None, "calls": calls})()
     monkeypatch.setattr(bench, "check", check)

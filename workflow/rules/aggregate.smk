@@ -3,7 +3,8 @@ AGG = "results/aggregate"
 
 rule aggregate:
     """Every run (checksums verified) into tidy tables: timings, per-run medians, the headline table with both
-    torch ratios beside the article's, run-to-run variation, Nsight metrics, ceilings, static build."""
+    torch ratios beside the article's, run-to-run variation, Nsight metrics, ceilings, static build, the kernel
+    timer's cross-check with Nsight (fails beyond crosscheck_max_pct), the timer check, the launch cost."""
     input:
         "workflow/scripts/aggregate.py",
         "workflow/scripts/selection.py",
@@ -18,16 +19,20 @@ rule aggregate:
         ncu=f"{AGG}/ncu.csv",
         ceilings=f"{AGG}/ceilings.csv",
         build=f"{AGG}/build.csv",
+        crosscheck=f"{AGG}/crosscheck.csv",
+        timer_check=f"{AGG}/timer_check.csv",
+        launch_cost=f"{AGG}/launch_cost.csv",
     log:
         "logs/aggregate.log",
     params:
         py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
+        max_pct=config["crosscheck_max_pct"],
     conda:
         ENV
     shell:
         "{params.py} workflow/scripts/aggregate.py --runs {params.runs} --build {input.build} "
-        "--article data/article --out $(dirname {output.headline}) > {log} 2>&1"
+        "--crosscheck-max-pct {params.max_pct} --article data/article --out $(dirname {output.headline}) > {log} 2>&1"
 
 
 rule claims:

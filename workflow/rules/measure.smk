@@ -1,10 +1,33 @@
 # The GPU tier: only asked for when config measure is true (run_seals() then names the new run's SHA256SUMS).
 # Each GPU job declares gpu=1 and runs under gpu_pin.py, which gives it a GPU of its own: with
 # --resources gpu=N the sets spread over N GPUs, and timing and profiling never share one.
+# Order: verify_gpu and compile (which compile, but time nothing) finish before any job that times starts, so that
+# no compilation ever runs beside a timing on a machine with several GPUs.
+BEFORE_TIMING = [f"{DATA}/{{run}}/verify/correctness.csv", f"{DATA}/{{run}}/compile/compiled.csv"]
+
+
+rule compile:
+    """Compile every Triton entry of the plan (all sets and the profiled entries) into Triton's cache."""
+    output:
+        f"{DATA}/{{run}}/compile/compiled.csv",
+    log:
+        f"{DATA}/{{run}}/compile/compile.log",
+    threads: 8
+    resources:
+        gpu=1,
+    params:
+        py=PY,
+    conda:
+        ENV
+    shell:
+        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --compile-only "
+        "--workers {threads} --out $(dirname {output}) > {log} 2>&1"
 
 
 rule bench:
     """Time one set of the plan (interleaved repeats, each output checked first); resumes if interrupted."""
+    input:
+        BEFORE_TIMING,
     output:
         f"{DATA}/{{run}}/bench-{{set}}/timings.csv",
     log:
@@ -22,10 +45,14 @@ rule bench:
 
 
 rule profile:
-    """Nsight Compute (--set full, clocks as found) on every stage and the torch kernels at the headline shape."""
+    """Nsight Compute (clocks as found) on the profiled entries: the full metric set, and the duration alone over
+    several launches for the cross-check with the kernel timer."""
+    input:
+        BEFORE_TIMING,
     output:
         csv=f"{DATA}/{{run}}/profile/ncu.csv",
         report=f"{DATA}/{{run}}/profile/profile.ncu-rep.gz",
+        duration=f"{DATA}/{{run}}/profile/ncu_duration.csv",
     log:
         f"{DATA}/{{run}}/profile/profile.log",
     resources:
@@ -39,8 +66,29 @@ rule profile:
         "--out $(dirname {output.csv}) > {log} 2>&1"
 
 
+rule timer_check:
+    """The kernel timer against a host sleep before each launch: the kernel time must not move, events' does."""
+    input:
+        BEFORE_TIMING,
+    output:
+        f"{DATA}/{{run}}/timer_check/timer_check.csv",
+    log:
+        f"{DATA}/{{run}}/timer_check/timer_check.log",
+    resources:
+        gpu=1,
+    params:
+        py=PY,
+    conda:
+        ENV
+    shell:
+        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/timer_check.py "
+        "--out $(dirname {output}) > {log} 2>&1"
+
+
 rule ceilings:
     """The measured matrix-product rate and copy bandwidth of the GPU: the roofs of the figures."""
+    input:
+        BEFORE_TIMING,
     output:
         f"{DATA}/{{run}}/ceilings/ceilings.csv",
     log:
@@ -75,6 +123,9 @@ rule seal_run:
     input:
         expand(f"{DATA}/{{{{run}}}}/bench-{{set}}/timings.csv", set=bench_plan.SETS),
         f"{DATA}/{{run}}/profile/ncu.csv",
+        f"{DATA}/{{run}}/profile/ncu_duration.csv",
+        f"{DATA}/{{run}}/timer_check/timer_check.csv",
+        f"{DATA}/{{run}}/compile/compiled.csv",
         f"{DATA}/{{run}}/verify/correctness.csv",
         f"{DATA}/{{run}}/ceilings/ceilings.csv",
         f"{DATA}/{{run}}/theory.csv",

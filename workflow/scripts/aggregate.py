@@ -8,14 +8,20 @@ ncu.csv or profile/ncu.csv, and, from run-3 on, ceilings/ceilings.csv: every suc
 
 Writes:
 - timings.csv: every timing row of every run, with the run's name;
-- per_run.csv: one row per run x entry: the median over repeats of the per-repeat medians, the lowest and
-  highest repeat median, and the number of repeats;
+- per_run.csv: one row per run x entry: the median over repeats of the per-repeat kernel-time medians, the lowest
+  and highest repeat median, the number of repeats, and the medians over repeats of the call time and host time;
 - headline.csv: the stages at the headline shape and the article's tile, per run and pooled, with their ratios
   to torch-flash and torch-default, beside the article's time and ratio;
 - variation.csv: run-to-run variation of each stage's time and of each ratio (max/min - 1 over runs);
 - ncu.csv: the Nsight Compute rows of every run;
 - ceilings.csv: the measured matrix rate and copy bandwidth of every run that has them;
-- build.csv: the static build report of every architecture built.
+- build.csv: the static build report of every architecture built;
+- crosscheck.csv: for every profiled entry of every run, the kernel timer's median beside the median of Nsight
+  Compute's gpu__time_duration; a difference over --crosscheck-max-pct fails this step, naming the entry;
+- timer_check.csv: the kernel time and the event time of each profiled entry after each host sleep, per run, with
+  the kernel time's change from no sleep (the same bound applies);
+- launch_cost.csv: the host time of a plain call, the event-timed call and the kernel time of each stage and
+  PyTorch backend at the headline shape: median over runs and repeats, lowest and highest run.
 """
 from __future__ import annotations
 
@@ -55,13 +61,90 @@ def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
     return df[["run"] + [c for c in df.columns if c != "run"]]
 
 
+MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer")
+
+
 def per_run(timings: pd.DataFrame) -> pd.DataFrame:
     ok = timings[timings.status == "ok"]
     g = ok.groupby(["run", "key"])
-    stats = g.time_us.agg(time_us="median", lo_us="min", hi_us="max", repeats="count").reset_index()
+    stats = g.time_us.agg(time_us="median", lo_us="min", hi_us="max", repeats="count")
+    stats = stats.join(g[["call_us", "host_us"]].median()).reset_index()
     desc = ok.drop_duplicates("key").drop(columns=["run", "repeat", "seed", "status", "rel_error", "note"] + [
-        c for c in ok.columns if c.endswith("_us") or c in ("n_samples", "rep_ms")])
+        c for c in ok.columns if c.endswith("_us") or c in MEASURED])
     return stats.merge(desc, on="key")
+
+
+class CrossCheckError(ValueError):
+    """The kernel timer and Nsight Compute disagree beyond the stated bound."""
+
+
+def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float) -> pd.DataFrame:
+    """Per run and profiled entry: Nsight's duration of one launch (its kernels summed), median over launches,
+    beside the kernel timer's median. Raises CrossCheckError naming every entry off by more than max_pct."""
+    if durations.empty:
+        raise CrossCheckError("no Nsight durations (profile/ncu_duration.csv) in the runs: nothing to cross-check")
+    rows, missing = [], []
+    for (run, key), d in durations.groupby(["run", "key"], sort=False):
+        d = d.sort_values("index")
+        names = list(d.kernel)
+        timer = pr[(pr.run == run) & (pr.key == key)]
+        if timer.empty:
+            missing.append(f"{run} {key}")
+            continue
+        per_launch = int(timer.n_kernels.iloc[0]) if "n_kernels" in timer and not pd.isna(
+            timer.n_kernels.iloc[0]) else 1
+        if len(names) % per_launch:
+            raise CrossCheckError(f"{run} {key}: Nsight profiled {len(names)} kernels, not a multiple of the "
+                                  f"{per_launch} the timer saw per call")
+        launches = d.duration_ns.to_numpy().reshape(-1, per_launch).sum(axis=1) / 1e3
+        ncu_us = float(pd.Series(launches).median())
+        t = timer.iloc[0]
+        rows.append(dict(run=run, key=key, impl=t.impl, variant=t.variant, block_m=t.block_m, block_n=t.block_n,
+                         num_warps=t.num_warps, num_stages=t.num_stages, timer_us=t.time_us, ncu_us=ncu_us,
+                         ncu_lo_us=float(launches.min()), ncu_hi_us=float(launches.max()),
+                         ncu_launches=len(launches), diff_pct=100 * (t.time_us / ncu_us - 1)))
+    if missing:
+        raise CrossCheckError("profiled entries with no kernel timing in the same run (add them to a bench set): "
+                              + "; ".join(missing))
+    out = pd.DataFrame(rows)
+    out["within"] = out.diff_pct.abs() <= max_pct
+    out["max_pct"] = max_pct
+    bad = out[~out.within]
+    if not bad.empty:
+        raise CrossCheckError(
+            f"the kernel timer and Nsight Compute's gpu__time_duration differ by more than {max_pct:g}% for: " +
+            "; ".join(f"{r.run} {r.key}: timer {r.timer_us:.1f} us, Nsight {r.ncu_us:.1f} us ({r.diff_pct:+.1f}%)"
+                      for r in bad.itertuples()))
+    return out
+
+
+def timer_check(checks: pd.DataFrame, max_pct: float) -> pd.DataFrame:
+    """Each entry's kernel time after each host sleep, relative to no sleep; raises if one moves by > max_pct."""
+    ok = checks[checks.status == "ok"].copy()
+    if ok.empty:
+        raise CrossCheckError("no timer check (timer_check/timer_check.csv) in the runs")
+    base = ok[ok.sleep_us == 0].set_index(["run", "key"])
+    ok["kernel_change_pct"] = [100 * (r.time_us / base.loc[(r.run, r.key), "time_us"] - 1) for r in ok.itertuples()]
+    ok["event_change_pct"] = [100 * (r.event_us / base.loc[(r.run, r.key), "event_us"] - 1) for r in ok.itertuples()]
+    bad = ok[ok.kernel_change_pct.abs() > max_pct]
+    if not bad.empty:
+        raise CrossCheckError(f"the kernel time moved with a host sleep by more than {max_pct:g}%: " + "; ".join(
+            f"{r.run} {r.key} sleep {r.sleep_us:g} us: {r.kernel_change_pct:+.1f}%" for r in bad.itertuples()))
+    return ok
+
+
+def launch_cost(pr: pd.DataFrame) -> pd.DataFrame:
+    """Host time of a plain call, event-timed call and kernel time of each stage (article tile) and PyTorch backend
+    at the headline shape: median over runs (each a median over repeats), lowest and highest run."""
+    h = pr[selection.at_headline(pr)]
+    h = h[h.impl.isin(TORCH) | ((h.stage.fillna("") != "") & selection.at_article_tile(h))
+          | (h.variant.isin(selection.EXTENSION_VARIANTS) & selection.at_article_tile(h))]
+    h = h.assign(entry=h.variant)
+    g = h.groupby("entry")
+    out = g[["host_us", "call_us", "time_us"]].median()
+    out = out.join(g.host_us.agg(host_lo_us="min", host_hi_us="max")).join(g.run.nunique().rename("runs"))
+    order = {e: i for i, e in enumerate(selection.STAGES + selection.EXTENSION_VARIANTS + list(TORCH))}
+    return out.reset_index().sort_values("entry", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
 def headline(pr: pd.DataFrame, article: pd.DataFrame) -> pd.DataFrame:
@@ -95,6 +178,8 @@ def main(argv=None) -> int:
     ap.add_argument("--build", type=Path, nargs="*", default=[], help="build.csv files of the build step")
     ap.add_argument("--article", type=Path, default=Path("data/article"))
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--crosscheck-max-pct", type=float, default=5.0,
+                    help="largest allowed difference between the kernel timer and Nsight's duration (percent)")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     run_dirs = verified(a.runs)
@@ -105,6 +190,11 @@ def main(argv=None) -> int:
     head = headline(pr, pd.read_csv(a.article / "timings.csv"))
     head.to_csv(a.out / "headline.csv", index=False)
     variation(head).to_csv(a.out / "variation.csv", index=False)
+    crosscheck(pr, load(run_dirs, "ncu_duration.csv", required=False), a.crosscheck_max_pct).to_csv(
+        a.out / "crosscheck.csv", index=False)
+    timer_check(load(run_dirs, "timer_check.csv", required=False), a.crosscheck_max_pct).to_csv(
+        a.out / "timer_check.csv", index=False)
+    launch_cost(pr).to_csv(a.out / "launch_cost.csv", index=False)
     load(run_dirs, "ncu.csv").to_csv(a.out / "ncu.csv", index=False)
     load(run_dirs, "ceilings.csv", required=False).to_csv(a.out / "ceilings.csv", index=False)
     build = pd.concat([pd.read_csv(b) for b in a.build], ignore_index=True) if a.build else pd.DataFrame()

@@ -2,17 +2,26 @@
 
 For each entry and repeat: fresh random inputs (the seed is recorded); the output is poisoned and judged against the
 float64 reference (kernels.accuracy); an entry that is wrong or that Triton refuses is recorded as such and never
-timed. Then `triton.testing.do_bench` times it: L2 flushed before every sample, warm-up, all samples kept, and the
-row records their median, quartiles, min, max and count. The whole list runs once per repeat, in one fixed order
-(A B C, A B C, ...), so drift shows as spread within an entry, not as a difference between entries. Every row is
-appended to timings.partial.csv at once, renamed timings.csv when all are done: run the same command again after an
-interruption and it resumes (the partial file is no declared output, so Snakemake leaves it in place).
+timed. Then three figures, never mixed:
 
-Beside the timings: env.json (the GPU, its UUID, versions, and nvidia-smi's state at the start and the end) and
-snapshots.jsonl (clocks and throttle reasons at the start of every repeat).
+- time_us (and min, quartiles, max, mean, count): the kernel time, by kernel_timer.py: the GPU's own start and end
+  of each kernel (CUPTI, through torch.profiler), the L2 flushed before every sample; host time cannot enter it;
+- call_us (and quartiles): what a user sees, a plain call (`kernels.attention(q, k, v, ...)`, or PyTorch's SDPA)
+  timed with CUDA events by `triton.testing.do_bench`, L2 flushed: host time enters when the GPU waits for it;
+- host_us: the host time of one plain call, the mean over a loop of calls without synchronization (median of
+  loops), after the first call: checks, planning, allocation and the launch.
 
-Before timing, worker processes compile every Triton entry in parallel into Triton's cache, which the timing
-process then loads: compiling dominates the wall time otherwise.
+The whole list runs once per repeat, in one fixed order (A B C, A B C, ...), so drift shows as spread within an
+entry, not as a difference between entries. Every row is appended to timings.partial.csv at once, renamed
+timings.csv when all are done: run the same command again after an interruption and it resumes (the partial file is
+no declared output, so Snakemake leaves it in place).
+
+Beside the timings: env.json (the GPU, its UUID, versions, the project's commit, and nvidia-smi's state at the
+start and the end) and snapshots.jsonl (clocks and throttle reasons at the start of every repeat).
+
+Before the first timed sample, worker processes compile every Triton entry of the set in parallel into Triton's
+cache, and the timing process loads each from there (`--compile-only` does just that, for the pipeline's compile
+step, which runs before any bench job starts).
 """
 from __future__ import annotations
 
@@ -28,12 +37,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from kernels.stages import STAGES  # noqa: E402
+
 import bench_plan  # noqa: E402
 import gpu_env  # noqa: E402
+import kernel_timer  # noqa: E402
 
 ROW_KEYS = list(bench_plan.Entry("", "triton", "v0", bench_plan.HEADLINE, bench_plan.Tile()).row())
 COLUMNS = ["key", "repeat", *ROW_KEYS, "seed", "status", "rel_error", "time_us", "min_us", "q25_us", "q75_us",
-           "max_us", "mean_us", "n_samples", "rep_ms", "note"]
+           "max_us", "mean_us", "n_samples", "kernels", "n_kernels", "call_us", "call_q25_us", "call_q75_us",
+           "host_us", "host_calls", "timer", "note"]
 
 
 def inputs(entry, seed):
@@ -44,23 +57,27 @@ def inputs(entry, seed):
 
 
 def make_call(entry, q, k, v):
-    """(fn, out): fn() computes the entry's output into out (triton) or returns it (torch)."""
-    from kernels import sdpa
+    """(checked, out, plain): checked() writes the entry's output into out (Triton) or returns it (PyTorch, out is
+    None); plain() is the call as a user writes it, returning a new output."""
+    from kernels import attention, sdpa
     from kernels.accuracy import poisoned_like
-    from kernels.attention import launch_kernel, plan_launch
 
     causal = entry.shape.causal
     if entry.impl == "triton":
-        out = poisoned_like(q)
         t = entry.tile
-        launch = plan_launch(q, k, v, out, causal=causal, switches=entry.switches, block_m=t.block_m,
-                             block_n=t.block_n, num_warps=t.num_warps, num_stages=t.num_stages)
-        return (lambda: launch_kernel(launch)), out
-    return (lambda: sdpa(q, k, v, causal=causal, impl=entry.impl)), None
+        how = ({"stage": entry.variant} if entry.variant in STAGES else {"switches": entry.switches})
+        if t != STAGES.get(entry.variant, STAGES["v0"]).tile:
+            how.update(block_m=t.block_m, block_n=t.block_n, num_warps=t.num_warps, num_stages=t.num_stages)
+        out = poisoned_like(q)
+        return (lambda: attention(q, k, v, causal=causal, out=out, **how)), out, \
+            (lambda: attention(q, k, v, causal=causal, **how))
+    plain = (lambda: sdpa(q, k, v, causal=causal, impl=entry.impl))
+    return plain, None, plain
 
 
 def check(entry, seed) -> tuple:
-    """Run once on fresh inputs and judge; returns (status, rel_error, note, fn) with fn ready to time."""
+    """Run once on fresh inputs and judge; returns (status, rel_error, note, calls) with calls = (checked, plain)
+    ready to time."""
     import torch
 
     from kernels import TileNotSupportedError, reference_attention
@@ -68,58 +85,108 @@ def check(entry, seed) -> tuple:
 
     q, k, v = inputs(entry, seed)
     try:
-        fn, out = make_call(entry, q, k, v)
-        res = fn()
+        checked, out, plain = make_call(entry, q, k, v)
+        checked()                      # the first call checks, compiles (or loads) and caches
+        torch.cuda.synchronize()
+        if out is not None:
+            out.fill_(float("nan"))    # poisoned again: the cached launch, which is timed, is the one judged
+        res = checked()
         torch.cuda.synchronize()
     except TileNotSupportedError as err:
         return "refused", None, str(err), None
     except RuntimeError as err:  # e.g. a PyTorch backend that cannot take this input
         return "failed", None, f"{type(err).__name__}: {str(err).splitlines()[0]}", None
     verdict = judge(out if out is not None else res, reference_attention(q, k, v, causal=entry.shape.causal))
-    return ("ok" if verdict["ok"] else "WRONG"), verdict["rel_error"], "", fn
+    return ("ok" if verdict["ok"] else "WRONG"), verdict["rel_error"], "", (checked, plain)
 
 
-def time_call(fn, bench: dict) -> dict:
+def host_time_us(fn, calls: int, loops: int) -> float:
+    """Host time of one call: a loop of `calls` calls with no synchronization inside, its wall time over calls;
+    the median of `loops` loops. The GPU is idle at each loop's start, so that no call waits for it."""
+    import torch
+
+    per_call = []
+    for _ in range(loops):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        per_call.append((time.perf_counter_ns() - t0) / calls / 1e3)
+    torch.cuda.synchronize()
+    return statistics.median(per_call)
+
+
+def time_call(calls, bench: dict) -> dict:
+    """The three figures of one entry (see the module's doc): kernel time, event-timed call, host time."""
     from triton.testing import do_bench
 
-    estimate_ms = do_bench(fn, warmup=1, rep=5, return_mode="min")
-    rep_ms = min(max(bench["rep_ms"], bench["min_samples"] * estimate_ms), bench["max_rep_ms"])
-    samples = sorted(do_bench(fn, warmup=bench["warmup_ms"], rep=rep_ms, return_mode="all"))
-    us = [s * 1e3 for s in samples]
-    q = statistics.quantiles(us, n=4) if len(us) > 1 else [us[0]] * 3
-    return dict(time_us=statistics.median(us), min_us=us[0], q25_us=q[0], q75_us=q[2], max_us=us[-1],
-                mean_us=statistics.fmean(us), n_samples=len(us), rep_ms=round(rep_ms, 3))
+    checked, plain = calls
+    plain()                                                     # the first call checks and compiles (cached)
+    call = sorted(do_bench(plain, warmup=bench["warmup_ms"], rep=bench["call_rep_ms"], return_mode="all"))
+    call_us = [c * 1e3 for c in call]
+    cq = statistics.quantiles(call_us, n=4) if len(call_us) > 1 else [call_us[0]] * 3
+    call_med = statistics.median(call_us)
+    n_host = max(bench["host_min_calls"], min(bench["host_max_calls"],
+                                              int(bench["host_budget_ms"] * 1e3 / max(call_med, 1.0))))
+    host = host_time_us(plain, n_host, bench["host_loops"])
+    n = kernel_timer.samples_for(call_med + bench["flush_us"], bench["rep_ms"], bench["min_samples"],
+                                 bench["max_samples"])
+    kernel = kernel_timer.measure(checked, n)
+    return dict(**kernel, call_us=call_med, call_q25_us=cq[0], call_q75_us=cq[2], host_us=host, host_calls=n_host,
+                timer=kernel_timer.TIMER)
 
 
-def _compile_one(entry) -> tuple:
+def _compile_one(entry) -> dict:
     """Worker: run a Triton entry once so that its kernel lands in Triton's on-disk cache."""
     import torch
 
     from kernels import TileNotSupportedError
+    t0 = time.perf_counter()
     try:
-        fn, _ = make_call(entry, *inputs(entry, 0))
-        fn()
+        checked, _, _ = make_call(entry, *inputs(entry, 0))
+        checked()
         torch.cuda.synchronize()
-        return entry.key, "ok"
+        status, note = "ok", ""
     except TileNotSupportedError as err:
-        return entry.key, str(err)
+        status, note = "refused", str(err)
+    return {"key": entry.key, "status": status, "seconds": round(time.perf_counter() - t0, 3), "note": note}
 
 
-def precompile(entries, workers: int, log=print) -> None:
+def precompile(entries, workers: int, log=print) -> list:
+    """Compile every Triton entry in worker processes; one row (key, status, seconds, note) per entry."""
     todo = [e for e in entries if e.impl == "triton"]
-    t0 = time.time()
+    t0, rows = time.time(), []
     with mp.get_context("spawn").Pool(workers) as pool:
-        for i, (key, status) in enumerate(pool.imap_unordered(_compile_one, todo), 1):
-            if status != "ok" or i % 20 == 0 or i == len(todo):
-                log(f"  compiled [{i}/{len(todo)} {time.time() - t0:4.0f}s] {key}"
-                    + ("" if status == "ok" else f": REFUSED ({status.split(': ', 1)[-1][:120]})"))
+        for i, row in enumerate(pool.imap_unordered(_compile_one, todo), 1):
+            rows.append(row)
+            if row["status"] != "ok" or i % 20 == 0 or i == len(todo):
+                log(f"  compiled [{i}/{len(todo)} {time.time() - t0:4.0f}s] {row['key']}"
+                    + ("" if row["status"] == "ok" else f": REFUSED ({row['note'].split(': ', 1)[-1][:120]})"))
+    return rows
+
+
+def compile_only(entries, workers: int, out_csv: Path, log=print) -> None:
+    """The pipeline's compile step: every Triton entry of the plan into Triton's cache, before any timing."""
+    rows = sorted(precompile(entries, workers, log), key=lambda r: r["key"])
+    tmp = out_csv.with_suffix(".partial")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["key", "status", "seconds", "note"])
+        w.writeheader()
+        w.writerows(rows)
+    tmp.rename(out_csv)
 
 
 def read_rows(path: Path) -> list:
-    if not path.exists():
+    """The rows of a partial timings file; an empty file (killed before its header was written) holds none, and
+    a file with another header is refused."""
+    if not path.exists() or path.stat().st_size == 0:
         return []
     with open(path) as f:
-        return list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        if reader.fieldnames != COLUMNS:
+            raise ValueError(f"{path} has the columns {reader.fieldnames}, not this bench's {COLUMNS}: it comes "
+                             f"from another version of bench.py; move it away to start this set again")
+        return list(reader)
 
 
 def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
@@ -142,12 +209,13 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
         return final
     precompile(list({e.key: e for _, e in todo}.values()), workers, log)
     snapshots = out / "snapshots.jsonl"
-    fresh = not path.exists()
+    fresh = not rows
     t0, last_repeat = time.time(), None
-    with open(path, "a", newline="") as f, open(snapshots, "a") as snap:
+    with open(path, "w" if fresh else "a", newline="") as f, open(snapshots, "a") as snap:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         if fresh:
             w.writeheader()
+            f.flush()
         for i, (r, e) in enumerate(todo, 1):
             if e.key in bad:
                 continue
@@ -156,18 +224,19 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
                 snap.flush()
                 last_repeat = r
             seed = secrets.randbits(31)
-            status, err, note, fn = check(e, seed)
+            status, err, note, calls = check(e, seed)
             row = {"key": e.key, "repeat": r, **e.row(), "seed": seed, "status": status, "rel_error": err,
                    "note": note}
             if status == "ok":
-                row.update(time_call(fn, m["bench"]))
+                row.update(time_call(calls, m["bench"]))
             else:
                 bad.add(e.key)
             w.writerow(row)
             f.flush()
             eta = (time.time() - t0) / i * (len(todo) - i)
             log(f"[{i}/{len(todo)} {time.time() - t0:4.0f}s eta {eta:4.0f}s] r{r} {e.key}: "
-                + (f"{row['time_us']:9.1f} us" if status == "ok" else f"{status} {note[:150]}"))
+                + (f"kernel {row['time_us']:9.1f} us, call {row['call_us']:9.1f} us, host {row['host_us']:6.1f} us"
+                   if status == "ok" else f"{status} {note[:150]}"))
         snap.write(gpu_env.json_line({"repeat": "end", **gpu_env.snapshot()}))
     path.rename(final)
     return final
@@ -181,9 +250,16 @@ def main(argv=None) -> int:
     ap.add_argument("--sets", nargs="+", default=list(bench_plan.SETS), choices=bench_plan.SETS)
     ap.add_argument("--out", type=Path, required=True, help="folder for timings.csv, env.json, snapshots.jsonl")
     ap.add_argument("--workers", type=int, default=max(1, min(12, (os.cpu_count() or 2) - 2)))
+    ap.add_argument("--compile-only", action="store_true",
+                    help="only compile every Triton entry of the sets into Triton's cache; writes compiled.csv")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     cfg = bench_plan.load_config(a.config)
+    if a.compile_only:
+        entries = {e.key: e for e in bench_plan.expand(cfg, a.sets) + bench_plan.profile_entries(cfg)}
+        compile_only(list(entries.values()), a.workers,
+                     a.out / "compiled.csv", log=lambda msg: print(msg, flush=True))
+        return 0
     env = gpu_env.start(a.out / "env.json", argv=sys.argv, plan=cfg, sets=a.sets)
     run(cfg, bench_plan.expand(cfg, a.sets), a.out, a.workers,
         log=lambda msg: print(msg, flush=True))

@@ -99,6 +99,12 @@ def repeats(entry: Entry, m: dict) -> int:
 
 
 def profile_entries(m: dict) -> list:
+    """The entries Nsight Compute profiles: the variants at the article's tile, the extra (variant, tile) pairs, and
+    the PyTorch kernels, all at the headline shape."""
     p = m["profile"]
-    return ([Entry("profile", "triton", v, HEADLINE, Tile()) for v in p["variants"]]
+    extra = [Entry("profile", "triton", x["variant"], HEADLINE,
+                   Tile(x["block_m"], x["block_n"], x["num_warps"], x["num_stages"])) for x in p.get("extra", [])]
+    for e in extra:
+        resolve_variant(e.variant)
+    return ([Entry("profile", "triton", v, HEADLINE, Tile()) for v in p["variants"]] + extra
             + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]])

@@ -128,17 +128,56 @@ def tidy(report: Path, order: list) -> list:
     return rows
 
 
-def write(rows: list, path: Path) -> None:
+DURATION = "gpu__time_duration.sum"
+DURATION_COLUMNS = ["key", "impl", "variant", "stage", "kernel", "index", "duration_ns"]
+
+
+def durations(report: Path, order: list) -> list:
+    """One row per profiled kernel: its entry, its position among the entry's kernels, gpu__time_duration in ns."""
+    ncu_report = import_ncu_report()
+    by_key = {k: describe(k) for k in order}
+    rows, count = [], {}
+    with _plain(Path(report)) as plain:
+        ctx = ncu_report.load_report(str(plain))
+        for r in range(ctx.num_ranges()):
+            rng = ctx.range_by_idx(r)
+            for a in range(rng.num_actions()):
+                action = rng.action_by_idx(a)
+                names = [x for x in _nvtx_names(action) if x in by_key]
+                if not names:
+                    raise ValueError(f"{report}: kernel {action.name()} is in no profiled entry's NVTX range")
+                key = names[-1]
+                m = action.metric_by_name(DURATION)
+                if m is None:
+                    raise ValueError(f"{report}: {DURATION} missing for {key}")
+                value = _number(m, ncu_report)
+                unit = m.unit()
+                scale = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}.get(unit)
+                if scale is None:
+                    raise ValueError(f"{report}: {DURATION} in an unknown unit {unit!r}")
+                rows.append({**by_key[key], "kernel": action.name(), "index": count.get(key, 0),
+                             "duration_ns": value * scale})
+                count[key] = count.get(key, 0) + 1
+    return rows
+
+
+def write(rows: list, path: Path, columns=COLUMNS) -> None:
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w = csv.DictWriter(f, fieldnames=columns)
         w.writeheader()
         w.writerows(rows)
 
 
 if __name__ == "__main__":
-    report, order, out = map(Path, sys.argv[1:4])
-    rows = tidy(report, json.loads(order.read_text()))
-    write(rows, out)
-    print(f"{len(rows)} rows, {len({r['key'] for r in rows})} kernels -> {out}")
+    mode, (report, order, out) = sys.argv[1], map(Path, sys.argv[2:5])
+    if mode == "full":
+        rows = tidy(report, json.loads(order.read_text()))
+        write(rows, out)
+    elif mode == "duration":
+        rows = durations(report, json.loads(order.read_text()))
+        write(rows, out, DURATION_COLUMNS)
+    else:
+        raise SystemExit(f"usage: ncu_tidy.py full|duration REPORT ORDER OUT (got {mode!r})")
+    print(f"{len(rows)} rows, {len({r['key'] for r in rows})} entries -> {out}")
     sys.stdout.flush()
     os._exit(0)  # skip the report library's teardown, which has crashed at exit

@@ -1,9 +1,13 @@
-"""Profile step: Nsight Compute on every stage and the PyTorch kernels at the headline shape.
+"""Profile step: Nsight Compute on every profiled entry (config plan.profile) at the headline shape.
 
-ncu (--set full, --clock-control none: the clocks as found) runs profile_target.py, which launches each entry once
-after warm-up in its own NVTX range and profiler window. The report is then read by ncu_tidy.py, in a process of its
-own (loaded beside torch the report library has crashed), into ncu.csv, and kept gzipped. A run interrupted after
-the report was written resumes at the reading.
+Two passes, each running profile_target.py, which launches each entry after warm-up in its own NVTX range and
+profiler window, with the clocks as found (--clock-control none) and the caches flushed before every kernel
+(--cache-control all, ncu's default):
+- the full metric set (--set full), one launch per entry -> ncu.csv (every numeric metric) and the report, gzipped;
+- the duration alone (gpu__time_duration.sum, one replay pass), `duration_launches` launches per entry ->
+  ncu_duration.csv, which the aggregate step compares with the kernel timer (the cross-check).
+Each report is read by ncu_tidy.py in a process of its own (loaded beside torch the report library has crashed).
+A run interrupted after a report was written resumes at its reading.
 
     python workflow/scripts/profile.py --config config/config.yaml --out data/<gpu>/<run>/profile
 """
@@ -16,39 +20,66 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_env  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
 
-def profile(cfg_path: Path, out: Path, log=print) -> None:
-    rep, order, csv_path = out / "profile.ncu-rep", out / "profile_order.json", out / "ncu.csv"
-    if csv_path.exists():
-        log("profile: already done")
-        return
-    if not rep.exists():
-        ncu = shutil.which("ncu")
-        if ncu is None:
-            raise SystemExit("ncu (Nsight Compute) is not on the PATH: install it, or add its folder to PATH")
-        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--set", "full",
-               "--import-source", "no", "--nvtx", "-f", "-o", str(rep.with_suffix("")), sys.executable,
-               str(HERE / "profile_target.py"), "--config", str(cfg_path), "--order", str(order)]
-        log("profile: " + " ".join(cmd))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        for line in (proc.stdout + proc.stderr).splitlines():
-            if line.startswith(("profile target", "==PROF==", "==ERROR==", "==WARNING==")):
-                log("  " + line)
-        if proc.returncode != 0:
-            raise SystemExit(f"ncu failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    tidy = subprocess.run([sys.executable, str(HERE / "ncu_tidy.py"), str(rep), str(order), str(csv_path)],
+def _ncu(args: list, target_args: list, log) -> None:
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        raise SystemExit("ncu (Nsight Compute) is not on the PATH: install it, or add its folder to PATH")
+    cmd = [ncu, "--clock-control", "none", "--cache-control", "all", "--profile-from-start", "off",
+           "--import-source", "no", "--nvtx", "-f", *args, sys.executable, str(HERE / "profile_target.py"),
+           *target_args]
+    log("profile: " + " ".join(cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    for line in (proc.stdout + proc.stderr).splitlines():
+        if line.startswith(("profile target", "==ERROR==", "==WARNING==")) or "Report:" in line:
+            log("  " + line)
+    if proc.returncode != 0:
+        raise SystemExit(f"ncu failed ({proc.returncode}): {proc.stderr[-2000:]}")
+
+
+def _tidy(mode: str, rep: Path, order: Path, csv_path: Path, log) -> None:
+    tidy = subprocess.run([sys.executable, str(HERE / "ncu_tidy.py"), mode, str(rep), str(order), str(csv_path)],
                           capture_output=True, text=True)
     if tidy.returncode != 0 or not csv_path.exists():
-        raise SystemExit(f"reading the report failed ({tidy.returncode}): {tidy.stderr[-2000:]}")
+        raise SystemExit(f"reading {rep} failed ({tidy.returncode}): {tidy.stderr[-2000:]}")
+    log(f"profile: {tidy.stdout.strip()}")
+
+
+def _gzip(rep: Path, log) -> None:
     with open(rep, "rb") as src, gzip.open(rep.with_suffix(".ncu-rep.gz"), "wb") as dst:
         shutil.copyfileobj(src, dst)
     rep.unlink()
-    log(f"profile: {tidy.stdout.strip()}; report kept as {rep.name}.gz")
+    log(f"profile: report kept as {rep.name}.gz")
+
+
+def profile(cfg_path: Path, out: Path, log=print) -> None:
+    import bench_plan
+
+    launches = int(bench_plan.load_config(cfg_path)["profile"]["duration_launches"])
+    rep, order, csv_path = out / "profile.ncu-rep", out / "profile_order.json", out / "ncu.csv"
+    if csv_path.exists():
+        log("profile: full set already done")
+    else:
+        if not rep.exists():
+            _ncu(["--set", "full", "-o", str(rep.with_suffix(""))],
+                 ["--config", str(cfg_path), "--order", str(order)], log)
+        _tidy("full", rep, order, csv_path, log)
+        _gzip(rep, log)
+    rep, order, csv_path = out / "duration.ncu-rep", out / "duration_order.json", out / "ncu_duration.csv"
+    if csv_path.exists():
+        log("profile: durations already done")
+        return
+    if not rep.exists():
+        _ncu(["--metrics", "gpu__time_duration.sum", "-o", str(rep.with_suffix(""))],
+             ["--config", str(cfg_path), "--order", str(order), "--launches", str(launches)], log)
+    _tidy("duration", rep, order, csv_path, log)
+    _gzip(rep, log)
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,6 @@
-"""The program Nsight Compute profiles: each profiled entry once, after warm-up, inside its own NVTX range and
-profiler window (ncu runs with --profile-from-start off, so only these launches are profiled).
+"""The program Nsight Compute profiles: each profiled entry `--launches` times (once for the full metric set, more
+for the duration cross-check), after warm-up, inside its own NVTX range and profiler window (ncu runs with
+--profile-from-start off, so only these launches are profiled).
 
     ncu --profile-from-start off --nvtx ... python workflow/scripts/profile_target.py --config config/config.yaml
 """
@@ -23,20 +24,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
     ap.add_argument("--order", type=Path, required=True, help="where to write the profiled entries, in order")
+    ap.add_argument("--launches", type=int, default=1, help="launches of each entry inside its window")
     a = ap.parse_args()
     entries = bench_plan.profile_entries(bench_plan.load_config(a.config))
     profiled = []
     for e in entries:
-        status, err, note, fn = check(e, seed=1234)
+        status, err, note, calls = check(e, seed=1234)
         print(f"profile target {e.key}: {status} {err if err is not None else note}", flush=True)
         if status != "ok":
             continue
+        fn = calls[0]
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_push(e.key)
         torch.cuda.profiler.start()
-        fn()
+        for _ in range(a.launches):
+            fn()
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()
         torch.cuda.nvtx.range_pop()

@@ -13,10 +13,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from kernels.shapes import HEADLINE as _HEADLINE  # noqa: E402
 from kernels.stages import ARTICLE_TILE as _TILE  # noqa: E402
 from kernels.stages import STAGES as _STAGES  # noqa: E402
+from kernels.stages import extended as _extended  # noqa: E402
 
 HEADLINE = _HEADLINE.as_dict()
 ARTICLE_TILE = asdict(_TILE)
 STAGES = list(_STAGES)
+EXTENSION_VARIANTS = list(_extended("v7"))  # our own variants beyond the article (v7+prescale_q)
 TORCH = ["torch-flash", "torch-default", "torch-cudnn"]
 
 

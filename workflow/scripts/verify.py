@@ -100,14 +100,19 @@ def run_case(case: Case, device: str = "cuda") -> dict:
     g = torch.Generator(device=device).manual_seed(seed)
     q, k, v = s.tensors(device=device, generator=g)
     ref = reference_attention(q, k, v, causal=s.causal)
-    out = poisoned_like(q)
+    verdicts = []
     try:
-        attention(q, k, v, causal=s.causal, switches=case.switches, out=out, **asdict(t))
-        if device == "cuda":
-            torch.cuda.synchronize()
+        # The first call checks, compiles and caches; the second is the cached launch that users and the timings
+        # see. Each writes into a fresh poisoned output and is judged; the worse verdict is the case's.
+        for _ in range(2):
+            out = poisoned_like(q)
+            attention(q, k, v, causal=s.causal, switches=case.switches, out=out, **asdict(t))
+            if device == "cuda":
+                torch.cuda.synchronize()
+            verdicts.append(judge(out, ref))
     except TileNotSupportedError as err:
         return {**row, "status": "refused", "note": str(err)}
-    verdict = judge(out, ref)
+    verdict = max(verdicts, key=lambda x: (not x["ok"], x["rel_error"]))
     torch_err = judge(sdpa(q, k, v, causal=s.causal), ref)["rel_error"]
     return {**row, "status": "ok" if verdict["ok"] else "WRONG", "rel_error": verdict["rel_error"],
             "unwritten": verdict["unwritten"], "tolerance": verdict["tolerance"],

@@ -1,0 +1,104 @@
+"""The aggregate step's checks of the kernel timer: against Nsight Compute's durations, and against a host sleep.
+Each must fail, naming the entry, when the numbers disagree beyond the bound."""
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+
+import aggregate  # noqa: E402
+import bench  # noqa: E402
+
+KEY_V7 = "triton|v7|2,16,8,1024,128|float16|causal|32x32w4s3"
+KEY_CUDNN = "torch-default|torch-default|2,16,8,1024,128|float16|causal|-"
+
+
+def per_run(timer_v7=100.0, timer_cudnn=30.0, cudnn_kernels=1):
+    rows = [dict(run="run-a", key=KEY_V7, impl="triton", variant="v7", stage="v7", block_m=32, block_n=32,
+                 num_warps=4, num_stages=3, time_us=timer_v7, n_kernels=1),
+            dict(run="run-a", key=KEY_CUDNN, impl="torch-default", variant="torch-default", stage="",
+                 block_m=None, block_n=None, num_warps=None, num_stages=None, time_us=timer_cudnn,
+                 n_kernels=cudnn_kernels)]
+    return pd.DataFrame(rows)
+
+
+def durations(v7_us=(101.0, 99.0, 100.5), cudnn_us=(30.2, 29.9, 30.1), cudnn_split=1):
+    rows = [dict(run="run-a", key=KEY_V7, kernel="_attn_fwd", index=i, duration_ns=d * 1e3)
+            for i, d in enumerate(v7_us)]
+    i = 0
+    for d in cudnn_us:
+        for part in range(cudnn_split):
+            rows.append(dict(run="run-a", key=KEY_CUDNN, kernel=f"cudnn_{part}", index=i,
+                             duration_ns=d * 1e3 / cudnn_split))
+            i += 1
+    return pd.DataFrame(rows)
+
+
+def test_agreement_within_the_bound():
+    out = aggregate.crosscheck(per_run(), durations(), 5.0)
+    v7 = out[out.key == KEY_V7].iloc[0]
+    assert v7.ncu_us == pytest.approx(100.5) and v7.ncu_launches == 3 and v7.within
+    assert v7.diff_pct == pytest.approx(100 * (100 / 100.5 - 1))
+
+
+def test_a_miss_fails_naming_the_entry():
+    with pytest.raises(aggregate.CrossCheckError, match=r"more than 5%.*torch-default\|torch-default.*"
+                                                        r"timer 33.0 us, Nsight 30.1 us \(\+9.6%\)"):
+        aggregate.crosscheck(per_run(timer_cudnn=33.0), durations(), 5.0)
+    aggregate.crosscheck(per_run(timer_cudnn=33.0), durations(), 10.0)       # the bound is the config's
+
+
+def test_a_call_of_several_kernels_is_summed_per_launch():
+    out = aggregate.crosscheck(per_run(cudnn_kernels=2), durations(cudnn_split=2), 5.0)
+    assert out[out.key == KEY_CUDNN].iloc[0].ncu_us == pytest.approx(30.1)
+    with pytest.raises(aggregate.CrossCheckError, match="not a multiple"):
+        aggregate.crosscheck(per_run(cudnn_kernels=2), durations(cudnn_us=(30.0,), cudnn_split=3), 5.0)
+
+
+def test_a_profiled_entry_must_be_timed():
+    with pytest.raises(aggregate.CrossCheckError, match="no kernel timing in the same run"):
+        aggregate.crosscheck(per_run().iloc[:1], durations(), 5.0)
+    with pytest.raises(aggregate.CrossCheckError, match="no Nsight durations"):
+        aggregate.crosscheck(per_run(), pd.DataFrame(), 5.0)
+
+
+def checks(kernel_with_sleep=100.4):
+    base = dict(run="run-a", key=KEY_V7, status="ok")
+    return pd.DataFrame([{**base, "sleep_us": 0, "time_us": 100.0, "event_us": 104.0},
+                         {**base, "sleep_us": 1000, "time_us": kernel_with_sleep, "event_us": 1010.0}])
+
+
+def test_timer_check():
+    out = aggregate.timer_check(checks(), 5.0)
+    slept = out[out.sleep_us == 1000].iloc[0]
+    assert slept.kernel_change_pct == pytest.approx(0.4) and slept.event_change_pct > 800
+    with pytest.raises(aggregate.CrossCheckError, match=r"moved with a host sleep by more than 5%.*sleep 1000 us"):
+        aggregate.timer_check(checks(kernel_with_sleep=110.0), 5.0)
+
+
+def test_launch_cost_rows():
+    pr = pd.DataFrame([
+        dict(run=r, key=k, impl=i, variant=v, stage=s, B=2, H=16, H_kv=8, N=1024, D=128, dtype="float16",
+             causal=True, block_m=bm, block_n=bm, num_warps=w, num_stages=st, time_us=t, call_us=t + 5, host_us=h)
+        for r in ("run-a", "run-b")
+        for k, i, v, s, bm, w, st, t, h in [
+            ("a", "triton", "v7", "v7", 32, 4, 3, 100.0, 11.0 if r == "run-a" else 13.0),
+            ("b", "triton", "v7", "v7", 64, 4, 3, 40.0, 12.0),            # another tile: not in the table
+            ("c", "torch-default", "torch-default", "", None, None, None, 30.0, 20.0)]])
+    out = aggregate.launch_cost(pr).set_index("entry")
+    assert list(out.index) == ["v7", "torch-default"]
+    assert out.loc["v7", "host_us"] == 12.0 and out.loc["v7", "host_lo_us"] == 11.0 and out.loc["v7", "runs"] == 2
+
+
+def test_resume_from_an_empty_or_foreign_partial_file(tmp_path):
+    """A bench killed before its header reached the disk leaves an empty file: it is read as fresh. A partial file
+    written by another version of bench.py is refused, not appended to."""
+    path = tmp_path / "timings.partial.csv"
+    path.write_text("")
+    assert bench.read_rows(path) == []
+    path.write_text("key,repeat,time_us\nx,0,1.0\n")
+    with pytest.raises(ValueError, match="from another version of bench.py"):
+        bench.read_rows(path)
