@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 import torch
@@ -99,7 +99,7 @@ def launch_kernel(launch: Launch):
 
 # ---------------------------------------------------------------------------------------------------------------
 # The launch cache. Checking the inputs, planning the launch and Triton's JIT dispatch cost 60-90 us of host time
-# per call; a compiled kernel launched with its arguments in order costs about 10. So `attention` checks a call
+# per call; Triton's generated launcher called with the arguments in order costs about 5. So `attention` checks a call
 # once per *signature* -- everything the checks and the JIT's specialization read: each tensor's type, dtype,
 # device, shape, strides and 16-byte alignment; causal, stage, switches, sm_scale and the tile, each with its type;
 # the current CUDA device, and whether Triton interprets -- and keeps the checked plan and the compiled kernel.
@@ -114,34 +114,31 @@ CACHE_SIZE = 4096  # signatures kept; the cache is emptied when full
 
 @dataclass
 class _Plan:
-    """A checked launch without its tensors: the grid, the other arguments in the kernel's order, and the compiled
-    kernel per CUDA device once it has been launched through the JIT."""
+    """A checked launch without its tensors: the grid, the other arguments in the kernel's order, and, once the
+    JIT has compiled it on this device, what calling Triton's generated launcher directly needs."""
 
     label: str
     tile: Tile
     grid: tuple
     rest: tuple
-    kernels: dict = field(default_factory=dict)
+    direct: tuple | None = None
 
 
 _PLANS: dict = {}
-
-
-def _tensor_signature(t) -> tuple:
-    """What the checks and the JIT's specialization read of a tensor (raises for a non-tensor: full path)."""
-    return type(t), t.dtype, t.device, t.shape, t.stride(), t.data_ptr() % 16 == 0
-
-
-def _typed(x) -> tuple:
-    return type(x), x
+_get_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
 def signature(q, k, v, out, causal, stage, sm_scale, switches, tile) -> tuple:
-    """The cache key of a call: equal keys mean that the checks and the compiled kernel are the same."""
-    where = torch.cuda.current_device() if q.device.type == "cuda" else inputs.interpreting()
-    return (_tensor_signature(q), _tensor_signature(k), _tensor_signature(v),
-            None if out is None else _tensor_signature(out), where, _typed(causal), _typed(stage),
-            _typed(sm_scale), switches, tuple((key, type(val), val) for key, val in tile.items()))
+    """The cache key of a call: equal keys mean that the checks and the compiled kernel are the same. Raises for a
+    non-tensor or an unhashable option (the call then takes the full path, which names the problem)."""
+    return (type(q), q.dtype, q.device, q.shape, q.stride(), not q.data_ptr() & 15,
+            type(k), k.dtype, k.device, k.shape, k.stride(), not k.data_ptr() & 15,
+            type(v), v.dtype, v.device, v.shape, v.stride(), not v.data_ptr() & 15,
+            None if out is None else (type(out), out.dtype, out.device, out.shape, out.stride(),
+                                      not out.data_ptr() & 15),
+            _get_device() if q.is_cuda else inputs.interpreting(),
+            type(causal), causal, type(stage), stage, type(sm_scale), sm_scale, switches,
+            tuple((key, type(val), val) for key, val in tile.items()) if tile else ())
 
 
 def clear_cache() -> None:
@@ -160,22 +157,36 @@ except ImportError:  # a torch built without CUDA
     _current_stream = None
 
 
+def _direct_launcher(kernel) -> tuple | None:
+    """(launch, function, packed metadata, cooperative, pdl) to call Triton's generated C launcher directly, or
+    None when the kernel needs scratch memory that Triton's Python launcher would allocate first."""
+    runner = kernel.run
+    if getattr(runner, "global_scratch_size", 1) or getattr(runner, "profile_scratch_size", 1):
+        return None
+    return runner.launch, kernel.function, kernel.packed_metadata, runner.launch_cooperative_grid, runner.launch_pdl
+
+
+def _hooked() -> bool:
+    """Whether a launch hook is set (a profiler's, e.g. Triton's proton): such launches take Triton's own path."""
+    return bool(_RUNTIME.launch_enter_hook.calls or _RUNTIME.launch_exit_hook.calls)
+
+
 def _launch_planned(plan: _Plan, q, k, v, out) -> None:
-    """Launch a planned call: the compiled kernel directly when this device has one and no launch hook is set (a
-    profiler's hooks need Triton's own launch path), else through the JIT, keeping the kernel it returns."""
-    if q.device.type == "cuda" and not (_RUNTIME.launch_enter_hook.calls or _RUNTIME.launch_exit_hook.calls):
-        device = torch.cuda.current_device()
-        kernel = plan.kernels.get(device)
-        if kernel is not None:
-            g0, g1 = plan.grid
-            kernel.run(g0, g1, 1, _current_stream(device), kernel.function, kernel.packed_metadata, None, None, None,
-                       q, k, v, out, *plan.rest)
-            return
+    """Launch a planned call: Triton's generated launcher directly once the JIT has compiled the kernel on this
+    device and no launch hook is set, else through the JIT, keeping what the direct call needs. The pointers go to
+    the launcher as integers: the checks have made sure that they are CUDA memory of the current device, which is
+    all that Triton's per-pointer driver query would check again."""
+    if plan.direct is not None and not _hooked():
+        launch, function, packed, coop, pdl = plan.direct
+        g0, g1 = plan.grid
+        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, None, None, packed, None, None, None,
+               q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
+        return
     launch = Launch(plan.label, frozenset(), plan.tile, plan.grid,
                     {**dict(zip(TENSOR_ARGS, (q, k, v, out))), **dict(zip(_REST, plan.rest))})
     kernel = launch_kernel(launch)
-    if kernel is not None and q.device.type == "cuda":
-        plan.kernels[torch.cuda.current_device()] = kernel
+    if kernel is not None and q.is_cuda:
+        plan.direct = _direct_launcher(kernel)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str = "v7",
@@ -188,7 +199,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     the stage. tile: block_m, block_n, num_warps, num_stages override the stage's tile (BM = BN = 32, 4 warps).
     out: an optional tensor like q to write into. Returns the output, (B, H, N, D), in q's dtype.
     """
-    switches = frozen_switches(switches)
+    if switches is not None and type(switches) is not frozenset:
+        switches = frozen_switches(switches)
     try:
         key = signature(q, k, v, out, causal, stage, sm_scale, switches, tile)
         plan = _PLANS.get(key)

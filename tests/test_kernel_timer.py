@@ -85,6 +85,18 @@ def rec(name, start, end):
 F = kt.FLUSH_KERNEL
 
 
+def test_memsets_count_in_the_time_but_not_as_kernels():
+    gpu = FakeGPU()
+
+    def memset_then_kernel():
+        gpu.launch("Memset (Device)", 1_500)
+        gpu.launch("cudnn_sdpa", 30_000)
+
+    stats = kt.measure(memset_then_kernel, 10, flush=gpu.flush, recorder=gpu.recorder)
+    assert stats["time_us"] == 31.5 and stats["kernels_us"] == 30.0 and stats["n_kernels"] == 1
+    assert stats["kernels"] == "Memset (Device);cudnn_sdpa"
+
+
 def test_records_are_taken_in_the_gpus_order():
     records = [rec("k", 300, 310), rec(F, 0, 100), rec("k", 120, 140), rec(F, 200, 290)]
     assert kt.sample_times_us(kt.split_samples(records, 2)) == [0.02, 0.01]

@@ -61,12 +61,22 @@ def fake_gpu(monkeypatch):
         if len(calls) == fake.interrupt_at:
             raise Interrupt()
         return dict(time_us=100.0, min_us=99.0, q25_us=99.5, q75_us=100.5, max_us=101.0, mean_us=100.0,
-                    n_samples=50, kernels="_attn_fwd", n_kernels=1, call_us=110.0, call_q25_us=109.0,
-                    call_q75_us=111.0, host_us=12.0, host_calls=100, timer="fake")
+                    n_samples=50, kernels="_attn_fwd", n_kernels=1, kernels_us=100.0, timer="fake")
+
+    class UserView:
+        def __init__(self, bench):
+            pass
+
+        def __call__(self, entry, seed):
+            return dict(call_us=110.0, call_q25_us=109.0, call_q75_us=111.0, host_us=12.0, host_calls=100)
+
+        def close(self):
+            pass
 
     fake = type("Fake", (), {"interrupt_at": None, "calls": calls})()
     monkeypatch.setattr(bench, "check", check)
     monkeypatch.setattr(bench, "time_call", time_call)
+    monkeypatch.setattr(bench, "UserView", UserView)
     monkeypatch.setattr(bench, "precompile", lambda entries, workers, log: None)
     monkeypatch.setattr(bench.gpu_env, "snapshot", lambda index=0: {"clocks.sm": "fake"})
     return fake

@@ -61,14 +61,15 @@ def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
     return df[["run"] + [c for c in df.columns if c != "run"]]
 
 
-MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer")
+MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer")  # measured, not descriptive
 
 
 def per_run(timings: pd.DataFrame) -> pd.DataFrame:
     ok = timings[timings.status == "ok"]
     g = ok.groupby(["run", "key"])
     stats = g.time_us.agg(time_us="median", lo_us="min", hi_us="max", repeats="count")
-    stats = stats.join(g[["call_us", "host_us"]].median()).reset_index()
+    extra = [c for c in ("kernels_us", "call_us", "host_us") if c in ok]
+    stats = stats.join(g[extra].median()).reset_index()
     desc = ok.drop_duplicates("key").drop(columns=["run", "repeat", "seed", "status", "rel_error", "note"] + [
         c for c in ok.columns if c.endswith("_us") or c in MEASURED])
     return stats.merge(desc, on="key")
@@ -80,7 +81,8 @@ class CrossCheckError(ValueError):
 
 def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float) -> pd.DataFrame:
     """Per run and profiled entry: Nsight's duration of one launch (its kernels summed), median over launches,
-    beside the kernel timer's median. Raises CrossCheckError naming every entry off by more than max_pct."""
+    beside the kernel timer's median of the kernels alone (kernels_us: Nsight profiles no memset). Raises
+    CrossCheckError naming every entry off by more than max_pct."""
     if durations.empty:
         raise CrossCheckError("no Nsight durations (profile/ncu_duration.csv) in the runs: nothing to cross-check")
     rows, missing = [], []
@@ -100,9 +102,10 @@ def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float) -> pd.
         ncu_us = float(pd.Series(launches).median())
         t = timer.iloc[0]
         rows.append(dict(run=run, key=key, impl=t.impl, variant=t.variant, block_m=t.block_m, block_n=t.block_n,
-                         num_warps=t.num_warps, num_stages=t.num_stages, timer_us=t.time_us, ncu_us=ncu_us,
-                         ncu_lo_us=float(launches.min()), ncu_hi_us=float(launches.max()),
-                         ncu_launches=len(launches), diff_pct=100 * (t.time_us / ncu_us - 1)))
+                         num_warps=t.num_warps, num_stages=t.num_stages, time_us=t.time_us,
+                         timer_us=t.kernels_us, ncu_us=ncu_us, ncu_lo_us=float(launches.min()),
+                         ncu_hi_us=float(launches.max()), ncu_launches=len(launches),
+                         diff_pct=100 * (t.kernels_us / ncu_us - 1)))
     if missing:
         raise CrossCheckError("profiled entries with no kernel timing in the same run (add them to a bench set): "
                               + "; ".join(missing))

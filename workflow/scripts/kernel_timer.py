@@ -2,8 +2,9 @@
 
 One sample is: our flush kernel (`_l2_flush`, which writes FLUSH_BYTES and so evicts the whole L2), then the
 callable. All samples of a measurement run inside one `torch.profiler` session that records CUDA activity only:
-CUPTI's start and end timestamps of every kernel, taken on the GPU. The trace is cut into samples at each flush
-kernel; a sample's time is the sum of the durations of the kernels that follow its flush, up to the next. Host time
+CUPTI's start and end timestamps of every kernel (and memset or copy), taken on the GPU. The trace is cut into
+samples at each flush kernel; a sample's time is the sum of the durations of the GPU work that follows its flush, up
+to the next (`kernels_us` counts the kernels alone, as Nsight Compute does). Host time
 (Python, input checks, the launch itself, a sleep) passes between kernels and is in no kernel's duration, so it
 cannot enter; gaps between two kernels of one callable do not enter either. This is the quantity Nsight Compute
 reports as gpu__time_duration, which the pipeline compares against it (aggregate.py, `crosscheck`).
@@ -79,9 +80,14 @@ def kernel_names(samples: list) -> tuple:
     return first
 
 
-def sample_times_us(samples: list) -> list:
-    """Each sample's time: the sum of its kernels' durations, in microseconds."""
-    return [sum(r.duration_ns for r in s) / 1e3 for s in samples]
+def is_kernel(record: KernelRecord) -> bool:
+    """A kernel, as opposed to a memset or memcopy the call also put on the GPU (CUPTI's names for those)."""
+    return not record.name.startswith(("Memset", "Memcpy"))
+
+
+def sample_times_us(samples: list, only=lambda r: True) -> list:
+    """Each sample's time: the sum of the durations of its records (those `only` keeps), in microseconds."""
+    return [sum(r.duration_ns for r in s if only(r)) / 1e3 for s in samples]
 
 
 def summarize(us: Sequence[float]) -> dict:
@@ -147,8 +153,10 @@ def cupti_recorder(run: Callable[[], None]) -> list:
 
 def measure(fn: Callable[[], object], n_samples: int, *, warmup: int = 3, flush: Callable[[], object] | None = None,
             recorder: Callable[[Callable[[], None]], list] = cupti_recorder) -> dict:
-    """Time the kernels of fn over n_samples samples, the L2 flushed before each; returns summarize()'s statistics,
-    plus `kernels` (the kernel names of one sample, joined by ';') and `n_kernels`."""
+    """Time the GPU work of fn over n_samples samples, the L2 flushed before each. Returns summarize()'s statistics
+    of all the GPU work of a sample (kernels, and the memsets or copies the call makes), plus `kernels_us` (the
+    median of the kernels alone: what Nsight Compute profiles), `kernels` (the names of one sample's records,
+    joined by ';') and `n_kernels` (how many of them are kernels)."""
     flush = flush or l2_flush()
     for _ in range(warmup):
         flush()
@@ -161,4 +169,6 @@ def measure(fn: Callable[[], object], n_samples: int, *, warmup: int = 3, flush:
 
     samples = split_samples(recorder(run), n_samples)
     names = kernel_names(samples)
-    return {**summarize(sample_times_us(samples)), "kernels": ";".join(names), "n_kernels": len(names)}
+    return {**summarize(sample_times_us(samples)),
+            "kernels_us": statistics.median(sample_times_us(samples, only=is_kernel)),
+            "kernels": ";".join(names), "n_kernels": sum(is_kernel(r) for r in samples[0])}

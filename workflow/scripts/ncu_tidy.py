@@ -152,7 +152,8 @@ def durations(report: Path, order: list) -> list:
                     raise ValueError(f"{report}: {DURATION} missing for {key}")
                 value = _number(m, ncu_report)
                 unit = m.unit()
-                scale = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}.get(unit)
+                scale = {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9,
+                         "second": 1e9}.get(unit)
                 if scale is None:
                     raise ValueError(f"{report}: {DURATION} in an unknown unit {unit!r}")
                 rows.append({**by_key[key], "kernel": action.name(), "index": count.get(key, 0),
