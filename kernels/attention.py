@@ -151,6 +151,7 @@ def cached_signatures() -> int:
 
 
 _RUNTIME = triton.knobs.runtime
+_ENTER, _EXIT = _RUNTIME.launch_enter_hook, _RUNTIME.launch_exit_hook  # Triton's hook chains (added to, not replaced)
 try:
     from torch._C import _cuda_getCurrentRawStream as _current_stream  # what Triton's own launcher uses
 except ImportError:  # a torch built without CUDA
@@ -166,22 +167,12 @@ def _direct_launcher(kernel) -> tuple | None:
     return runner.launch, kernel.function, kernel.packed_metadata, runner.launch_cooperative_grid, runner.launch_pdl
 
 
-def _hooked() -> bool:
-    """Whether a launch hook is set (a profiler's, e.g. Triton's proton): such launches take Triton's own path."""
-    return bool(_RUNTIME.launch_enter_hook.calls or _RUNTIME.launch_exit_hook.calls)
-
-
-def _launch_planned(plan: _Plan, q, k, v, out) -> None:
-    """Launch a planned call: Triton's generated launcher directly once the JIT has compiled the kernel on this
-    device and no launch hook is set, else through the JIT, keeping what the direct call needs. The pointers go to
-    the launcher as integers: the checks have made sure that they are CUDA memory of the current device, which is
-    all that Triton's per-pointer driver query would check again."""
-    if plan.direct is not None and not _hooked():
-        launch, function, packed, coop, pdl = plan.direct
-        g0, g1 = plan.grid
-        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, None, None, packed, None, None, None,
-               q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
-        return
+def _launch_jit(plan: _Plan, q, k, v, out) -> None:
+    """Launch a planned call through Triton's JIT, and keep what a direct call of its launcher needs. Later calls
+    with the same signature call that launcher directly (in `attention`), unless a launch hook is set (a profiler's,
+    e.g. Triton's proton), which needs Triton's own path. The direct call passes the pointers as integers: the
+    checks have made sure that they are CUDA memory of the current device, which is all that Triton's per-pointer
+    driver query would check again."""
     launch = Launch(plan.label, frozenset(), plan.tile, plan.grid,
                     {**dict(zip(TENSOR_ARGS, (q, k, v, out))), **dict(zip(_REST, plan.rest))})
     kernel = launch_kernel(launch)
@@ -208,6 +199,13 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         key = plan = None
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format) if isinstance(q, torch.Tensor) else None
+    if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
+        # The cached launch: Triton's generated launcher, called directly (see _launch_jit).
+        launch, function, packed, coop, pdl = plan.direct
+        g0, g1 = plan.grid
+        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, None, None, packed, None, None, None,
+               q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
+        return out
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
         inputs.check_runnable(q)
@@ -216,5 +214,5 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
             if len(_PLANS) >= CACHE_SIZE:
                 _PLANS.clear()
             _PLANS[key] = plan
-    _launch_planned(plan, q, k, v, out)
+    _launch_jit(plan, q, k, v, out)
     return out
