@@ -38,7 +38,8 @@ rule macros:
     params:
         py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
-        logs=" ".join(str(p) for p in sorted((ROOT / DATA / "snakemake-logs").glob("*.log"))),
+        logs=lambda wc, input: " ".join(
+            str(log) for s in input.seals if (log := ROOT / DATA / "snakemake-logs" / f"{Path(s).parent.name}.log").exists()),
     conda:
         ENV
     shell:

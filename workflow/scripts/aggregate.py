@@ -34,6 +34,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import checksums  # noqa: E402
 import selection  # noqa: E402
+from kernel_timer import TIMER  # noqa: E402
 
 TORCH = tuple(selection.TORCH)
 
@@ -62,6 +63,18 @@ def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
 
 
 MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer")  # measured, not descriptive
+
+
+def check_timer(timings: pd.DataFrame) -> None:
+    """Every timed row must come from the kernel timer: runs timed otherwise (data/<gpu>/history/) are never mixed in."""
+    ok = timings[timings.status == "ok"]
+    if "timer" not in ok:
+        bad = sorted(set(ok.run))
+    else:
+        bad = sorted(set(ok[ok.timer != TIMER].run))
+    if bad:
+        raise ValueError(f"run(s) {bad} hold timings not made by the kernel timer ({TIMER}): they were timed with "
+                         f"CUDA events around each call and are kept as history only (data/<gpu>/history/)")
 
 
 def per_run(timings: pd.DataFrame) -> pd.DataFrame:
@@ -187,6 +200,7 @@ def main(argv=None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     run_dirs = verified(a.runs)
     timings = load(run_dirs, "timings.csv")
+    check_timer(timings)
     timings.to_csv(a.out / "timings.csv", index=False)
     pr = per_run(timings)
     pr.to_csv(a.out / "per_run.csv", index=False)
