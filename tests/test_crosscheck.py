@@ -88,9 +88,12 @@ def test_launch_cost_rows():
             ("a", "triton", "v7", "v7", 32, 4, 3, 100.0, 11.0 if r == "run-a" else 13.0),
             ("b", "triton", "v7", "v7", 64, 4, 3, 40.0, 12.0),            # another tile: not in the table
             ("c", "torch-default", "torch-default", "", None, None, None, 30.0, 20.0)]])
-    out = aggregate.launch_cost(pr).set_index("entry")
-    assert list(out.index) == ["v7", "torch-default"]
-    assert out.loc["v7", "host_us"] == 12.0 and out.loc["v7", "host_lo_us"] == 11.0 and out.loc["v7", "runs"] == 2
+    info = pd.DataFrame([dict(run="run-b", started="2026-11-30T10:00", commit="bbb"),
+                         dict(run="run-a", started="2026-11-30T09:00", commit="aaa")])
+    out = aggregate.launch_cost(pr, info)
+    assert list(zip(out.run, out.entry)) == [("run-a", "v7"), ("run-a", "torch-default"), ("run-b", "v7"),
+                                             ("run-b", "torch-default")]
+    assert list(out.host_us[out.entry == "v7"]) == [11.0, 13.0] and list(out.commit.unique()) == ["aaa", "bbb"]
 
 
 def test_resume_from_an_empty_or_foreign_partial_file(tmp_path):

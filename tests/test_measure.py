@@ -152,14 +152,33 @@ def test_committed_runs_aggregate(tmp_path):
     assert set(head.stage) == set(STAGES)
     assert (head["pct_of_torch-default"] > 100).all() and (head.repeats >= 5).all()
     assert set(head.article_us.dropna()) == {1380, 818, 780, 792, 668, 654, 652}
+    cross = pd.read_csv(out / "crosscheck.csv")                   # the timer agrees with Nsight in every run
+    assert cross.within.all() and set(cross.run) == set(runs)
+
+
+def test_history_runs_are_sealed_and_refused_by_the_aggregate(tmp_path):
+    """The event-timed runs are archived whole: each unpacks to a sealed folder whose checksums still hold, and the
+    aggregate step refuses it, since its timings were not made by the kernel timer."""
+    import tarfile
+    archives = sorted((DATA / "history").glob("run-*.tar.xz"))
+    assert [a.name for a in archives] == [f"{r}.tar.xz" for r in ("run-1", "run-2", "run-3", "run-4-x2", "run-5-x2")]
+    for archive in archives:
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp_path, filter="data")
+    runs = sorted(p for p in tmp_path.iterdir() if p.is_dir())
+    assert len(runs) == 5
+    aggregate.verified(runs)                                      # every checksum still holds
+    with pytest.raises(ValueError, match=r"not made by the kernel timer .*history"):
+        aggregate.main(["--runs", str(runs[2]), "--article", str(ROOT / "data" / "article"),
+                        "--out", str(tmp_path / "agg")])
 
 
 def test_tampered_data_is_refused(tmp_path):
     copy = tmp_path / "nvidia-h200"
     shutil.copytree(DATA, copy)
     run = sorted(copy.glob("run-*"))[0]
-    text = (run / "timings.csv").read_text().replace(",ok,", ",ok,", 1)
-    (run / "timings.csv").write_text(text + "\n")
+    timings = run / "bench-headline" / "timings.csv"
+    timings.write_text(timings.read_text() + "\n")
     with pytest.raises(ValueError, match="timings.csv: changed since the run"):
         aggregate.verified(sorted(copy.glob("run-*")))
 
@@ -168,7 +187,7 @@ def test_article_figures_name_metrics_we_measure():
     """Every Nsight metric the article's figures are filed under is one our profile collects, so they join."""
     import pandas as pd
     article = pd.read_csv(ROOT / "data" / "article" / "ncu.csv")
-    ours = set(pd.read_csv(sorted(DATA.glob("run-*"))[0] / "ncu.csv", usecols=["metric"]).metric)
+    ours = set(pd.read_csv(sorted(DATA.glob("run-*"))[0] / "profile" / "ncu.csv", usecols=["metric"]).metric)
     not_nsight = {"blocks_per_sm", "flop_count_unclear", "lts__t_bytes_read_write", "dram__bytes_read_write"}
     assert set(article.metric) - not_nsight <= ours
     timings = pd.read_csv(ROOT / "data" / "article" / "timings.csv")

@@ -45,8 +45,8 @@ def test_dry_run_default_tier_needs_no_gpu():
     proc = snakemake("-n", "--forceall", "--cores", "2")
     assert proc.returncode == 0, proc.stderr[-2000:]
     j = jobs(proc.stdout)
-    assert j["paper"] == 1 and j["figure"] == 7 and j["build_variants"] == 3 and j["verify_cpu"] == 1
-    assert not {"bench", "profile", "verify_gpu", "ceilings", "seal_run"} & set(j)
+    assert j["paper"] == 1 and j["figure"] == 8 and j["build_variants"] == 3 and j["verify_cpu"] == 1
+    assert not {"bench", "profile", "verify_gpu", "ceilings", "seal_run", "compile", "timer_check"} & set(j)
 
 
 def test_dry_run_measure_tier():
@@ -54,12 +54,14 @@ def test_dry_run_measure_tier():
     assert proc.returncode == 0, proc.stderr[-2000:]
     j = jobs(proc.stdout)
     assert j["bench"] == 6 and j["profile"] == j["verify_gpu"] == j["ceilings"] == j["seal_run"] == 1
+    assert j["compile"] == j["timer_check"] == 1
     assert "data/nvidia-h200/run-dryrun/bench-tiles/timings.csv" in proc.stdout
 
 
 @pytest.mark.parametrize("config, message", [
     (["measure=True"], "measure: true needs the new run's folder name: --config run=run-<name>"),
-    (["measure=True", "run=run-1"], "data/nvidia-h200/run-1 is a finished run and is never overwritten"),
+    (["measure=True", "run=run-6-x2"], "data/nvidia-h200/run-6-x2 is a finished run and is never overwritten"),
+    (["measure=True", "run=run-3"], "run-3 is the name of a history run (data/nvidia-h200/history/)"),
     (["measure=yes"], "'yes' is not of type 'boolean'"),
     (["run=latest"], "'latest' does not match"),
     (["gpu=Bad GPU"], "'Bad GPU' does not match"),

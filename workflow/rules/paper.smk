@@ -1,5 +1,6 @@
 rule tables:
-    """The paper's tables (stages, claims, environment) through pandas' Styler.to_latex."""
+    """The paper's tables (stages, claims, environment, timer cross-check, launch cost) through pandas'
+    Styler.to_latex."""
     input:
         rules.aggregate.output,
         rules.claims.output,
@@ -10,6 +11,8 @@ rule tables:
         stages="results/tables/stages.tex",
         claims="results/tables/claims.tex",
         environment="results/tables/environment.tex",
+        crosscheck="results/tables/crosscheck.tex",
+        launch_cost="results/tables/launch_cost.tex",
     log:
         "logs/tables.log",
     params:

@@ -20,8 +20,8 @@ Writes:
   Compute's gpu__time_duration; a difference over --crosscheck-max-pct fails this step, naming the entry;
 - timer_check.csv: the kernel time and the event time of each profiled entry after each host sleep, per run, with
   the kernel time's change from no sleep (the same bound applies);
-- launch_cost.csv: the host time of a plain call, the event-timed call and the kernel time of each stage and
-  PyTorch backend at the headline shape: median over runs and repeats, lowest and highest run.
+- launch_cost.csv: per run (with its commit and start), the host time of a plain call, the event-timed call and
+  the kernel time of each stage and PyTorch backend at the headline shape (medians over the run's repeats).
 """
 from __future__ import annotations
 
@@ -149,18 +149,30 @@ def timer_check(checks: pd.DataFrame, max_pct: float) -> pd.DataFrame:
     return ok
 
 
-def launch_cost(pr: pd.DataFrame) -> pd.DataFrame:
-    """Host time of a plain call, event-timed call and kernel time of each stage (article tile) and PyTorch backend
-    at the headline shape: median over runs (each a median over repeats), lowest and highest run."""
+def run_info(run_dirs) -> pd.DataFrame:
+    """Per run: when it started (the earliest env.json start) and the project's commit(s) it ran."""
+    import json
+    rows = []
+    for run in run_dirs:
+        envs = [json.loads(p.read_text()) for p in sorted(Path(run).rglob("env.json"))]
+        starts = sorted((e.get("start") or {}).get("time", "") for e in envs)
+        commits = sorted({e.get("project_commit") or "not recorded" for e in envs})
+        rows.append(dict(run=Path(run).name, started=starts[0] if starts else "", commit=" ".join(commits)))
+    return pd.DataFrame(rows).sort_values("started").reset_index(drop=True)
+
+
+def launch_cost(pr: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """Per run: host time of a plain call, event-timed call and kernel time of each stage (article tile), our
+    extensions and each PyTorch backend at the headline shape (medians over the run's repeats), with the run's
+    commit and start (the host path can change between runs: each run's figure belongs to its commit)."""
     h = pr[selection.at_headline(pr)]
     h = h[h.impl.isin(TORCH) | ((h.stage.fillna("") != "") & selection.at_article_tile(h))
           | (h.variant.isin(selection.EXTENSION_VARIANTS) & selection.at_article_tile(h))]
-    h = h.assign(entry=h.variant)
-    g = h.groupby("entry")
-    out = g[["host_us", "call_us", "time_us"]].median()
-    out = out.join(g.host_us.agg(host_lo_us="min", host_hi_us="max")).join(g.run.nunique().rename("runs"))
+    out = h[["run", "variant", "host_us", "call_us", "time_us"]].rename(columns={"variant": "entry"})
+    out = out.merge(info, on="run")
     order = {e: i for i, e in enumerate(selection.STAGES + selection.EXTENSION_VARIANTS + list(TORCH))}
-    return out.reset_index().sort_values("entry", key=lambda s: s.map(order)).reset_index(drop=True)
+    return out.sort_values(["started", "entry"], key=lambda s: s.map(order) if s.name == "entry" else s
+                           ).reset_index(drop=True)
 
 
 def headline(pr: pd.DataFrame, article: pd.DataFrame) -> pd.DataFrame:
@@ -211,7 +223,7 @@ def main(argv=None) -> int:
         a.out / "crosscheck.csv", index=False)
     timer_check(load(run_dirs, "timer_check.csv", required=False), a.crosscheck_max_pct).to_csv(
         a.out / "timer_check.csv", index=False)
-    launch_cost(pr).to_csv(a.out / "launch_cost.csv", index=False)
+    launch_cost(pr, run_info(run_dirs)).to_csv(a.out / "launch_cost.csv", index=False)
     load(run_dirs, "ncu.csv").to_csv(a.out / "ncu.csv", index=False)
     load(run_dirs, "ceilings.csv", required=False).to_csv(a.out / "ceilings.csv", index=False)
     build = pd.concat([pd.read_csv(b) for b in a.build], ignore_index=True) if a.build else pd.DataFrame()

@@ -2,7 +2,10 @@
 
 - stages.tex: each stage, the article's figures beside ours (median over runs, lowest-highest run in brackets);
 - claims.tex: each claim's components, the article's figure, ours, the verdict by the rules of claims.py;
-- environment.tex: the GPU, driver, versions and clocks of every run.
+- environment.tex: the GPU, driver, versions and clocks of every run;
+- crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry, with the host-sleep
+  check;
+- launch_cost.tex: host time per call, event-timed call and kernel time of each stage and PyTorch backend.
 
     python workflow/scripts/tables.py --agg results/aggregate --runs data/nvidia-h200/run-* --out results/tables
 """
@@ -62,7 +65,17 @@ def stage_rows(agg: Path, article: Path) -> pd.DataFrame:
 
 
 def fmt(x, nd=0, none="--"):
-    return none if pd.isna(x) else f"{x:.{nd}f}"
+    """x with nd decimals ('--' for a missing value); a negative value that rounds to zero loses its sign."""
+    if pd.isna(x):
+        return none
+    text = f"{x:.{nd}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def signed(x, nd=1) -> str:
+    """A change with its sign; a change that rounds to zero is written without one."""
+    text = f"{x:+.{nd}f}"
+    return text[1:] if float(text) == 0 else text
 
 
 def stages_table(agg: Path, article: Path, out: Path) -> None:
@@ -99,6 +112,52 @@ def claims_table(agg: Path, out: Path) -> None:
     latex(df, out / "claims.tex", "llrrlll")
 
 
+def entry_label(variant: str, block_m, block_n, num_warps, num_stages) -> str:
+    """A profiled entry as the tables name it: the variant, and its tile where it is not the article's."""
+    if pd.isna(block_m):
+        return tex_escape(variant)
+    tile = f"{int(block_m)}$\\times${int(block_n)}, {int(num_warps)}w, {int(num_stages)}s"
+    return tex_escape(variant) + ("" if (int(block_m), int(num_warps)) == (32, 4) and int(block_n) == 32
+                                  and int(num_stages) == 3 else f" ({tile})")
+
+
+def crosscheck_table(agg: Path, out: Path) -> None:
+    cc = pd.read_csv(agg / "crosscheck.csv")
+    tc = pd.read_csv(agg / "timer_check.csv")
+    longest = tc.sleep_us.max()
+    slept = tc[tc.sleep_us == longest].groupby("key")[["kernel_change_pct", "event_change_pct"]]
+    slept = slept.agg(lambda x: x.loc[x.abs().idxmax()])
+    rows = []
+    for key, g in cc.groupby("key", sort=False):
+        r = g.iloc[0]
+        rows.append({
+            "entry": entry_label(r.variant, r.block_m, r.block_n, r.num_warps, r.num_stages),
+            r"timer $\mu$s": fmt(g.timer_us.median(), 1),
+            r"Nsight $\mu$s": fmt(g.ncu_us.median(), 1),
+            r"differences \%": ", ".join(signed(d) for d in g.diff_pct),
+            rf"kernel, {longest:g}\,$\mu$s sleep": signed(slept.loc[key, "kernel_change_pct"]) + r"\%",
+            rf"events, {longest:g}\,$\mu$s sleep": signed(slept.loc[key, "event_change_pct"], 0) + r"\%",
+        })
+    latex(pd.DataFrame(rows), out / "crosscheck.tex", "lrrlrr")
+
+
+def launch_cost_table(agg: Path, out: Path) -> None:
+    """Host time per call in each run (headed by the run and its commit), then the event-timed call and the kernel
+    time (median over runs)."""
+    lc = pd.read_csv(agg / "launch_cost.csv")
+    runs = lc.drop_duplicates("run")[["run", "commit"]]
+    order = list(dict.fromkeys(lc.entry))
+    host = lc.pivot(index="entry", columns="run", values="host_us").loc[order]
+    med = lc.groupby("entry")[["call_us", "time_us"]].median().loc[order]
+    df = pd.DataFrame({"entry": [tex_escape(e) for e in order]})
+    for r in runs.itertuples():
+        df[rf"host $\mu$s, {tex_escape(r.run)} ({r.commit[:7]})"] = [fmt(x, 1) for x in host[r.run]]
+    df[r"call $\mu$s (events)"] = [fmt(x, 1) for x in med.call_us]
+    df[r"kernel $\mu$s"] = [fmt(x, 1) for x in med.time_us]
+    df[r"call $-$ kernel $\mu$s"] = [fmt(x, 1) for x in med.call_us - med.time_us]
+    latex(df, out / "launch_cost.tex", "l" + "r" * (len(df.columns) - 1))
+
+
 def _smi(value: str) -> str:
     """nvidia-smi's reading, short: 'n/a' where it could not be read, throttle masks without leading zeros."""
     if not value or value.startswith("unavailable"):
@@ -116,16 +175,19 @@ def environment_table(runs, out: Path) -> None:
                              gpu=e.get("gpu", ""), uuid=(start.get("uuid") or "not recorded")[:12],
                              driver=start.get("driver_version", ""), cuda=e.get("cuda_runtime", ""),
                              torch=e.get("torch", ""), triton=e.get("triton", ""),
+                             cudnn=str(e.get("cudnn", "")), ncu=str(e.get("ncu") or "").split(" ")[0],
+                             commit=(e.get("project_commit") or "not recorded")[:8],
                              sm_clock=f"{_smi(start.get('clocks.sm'))} / {_smi(end.get('clocks.sm'))}",
                              throttle=f"{_smi(start.get('clocks_event_reasons.active'))} / "
                                       f"{_smi(end.get('clocks_event_reasons.active'))}"))
     df = pd.DataFrame(rows)
-    df = df.groupby(["run", "gpu", "uuid", "driver", "cuda", "torch", "triton"], as_index=False).agg(
-        steps=("step", "count"), sm_clock=("sm_clock", "first"), throttle=("throttle", "first"))
+    df = df.groupby(["run", "gpu", "uuid", "driver", "cuda", "torch", "triton", "cudnn", "ncu", "commit"],
+                    as_index=False).agg(steps=("step", "count"), sm_clock=("sm_clock", "first"),
+                                        throttle=("throttle", "first"))
     df = df.map(lambda x: tex_escape(x) if isinstance(x, str) else x)
-    df.columns = ["run", "GPU", "UUID", "driver", "CUDA", "torch", "triton", "steps",
+    df.columns = ["run", "GPU", "UUID", "driver", "CUDA", "torch", "triton", "cuDNN", "Nsight", "commit", "steps",
                   "SM clock start/end", "throttle reasons start/end"]
-    latex(df, out / "environment.tex", "lllllllrll")
+    latex(df, out / "environment.tex", "llllllllllrll")
 
 
 def main(argv=None) -> int:
@@ -139,6 +201,8 @@ def main(argv=None) -> int:
     stages_table(a.agg, a.article, a.out)
     claims_table(a.agg, a.out)
     environment_table(a.runs, a.out)
+    crosscheck_table(a.agg, a.out)
+    launch_cost_table(a.agg, a.out)
     return 0
 
 
