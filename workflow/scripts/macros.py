@@ -211,6 +211,12 @@ def timing_macros(agg: Path) -> dict:
     m["HostStageMaxUs"] = f"{stages.host_us.max():.1f}"
     m["HostStageMinUs"] = f"{stages.host_us.min():.1f}"
     m["HostStageMaxAllRunsUs"] = f"{lc[lc.entry.isin(selection.STAGES)].host_us.max():.1f}"
+    oldest = lc.sort_values("started").run.iloc[0]
+    m["HostFirstRun"] = oldest
+    old = lc[lc.run == oldest].set_index("entry")
+    change = 100 * (new.host_us / old.host_us - 1)
+    m["HostTorchdefaultChangePct"] = f"{change['torch-default']:.0f}"
+    m["HostStagesChangePct"] = f"{change[[e for e in change.index if e in selection.STAGES]].median():.0f}"
     med = lc.groupby("entry")[["call_us", "time_us"]].median()
     for impl in selection.TORCH:
         m[name("Host", impl, "us")] = f"{new.loc[impl, 'host_us']:.1f}"
