@@ -1,6 +1,6 @@
 # One script per figure, named as the figure (workflow/scripts/figures/<name>.py -> results/figures/<name>.pdf).
 FIGURES = ["stage_times", "stage_waterfall", "ncu_panels", "n_sweep", "qwen3", "tile_heatmap", "ablation",
-           "timer_check"]
+           "timer_check", "launch_cost"]
 
 
 rule figure:

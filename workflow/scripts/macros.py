@@ -206,20 +206,18 @@ def timing_macros(agg: Path) -> dict:
     newest = lc.sort_values("started").run.iloc[-1]
     m["HostRun"] = newest
     m["HostCommit"] = lc[lc.run == newest].commit.iloc[0][:7]
+    is_stage = lc.entry.isin(selection.STAGES)
     new = lc[lc.run == newest].set_index("entry")
     stages = new.loc[[e for e in new.index if e in selection.STAGES]]
-    m["HostStageMaxUs"] = f"{stages.host_us.max():.1f}"
-    m["HostStageMinUs"] = f"{stages.host_us.min():.1f}"
-    m["HostStageMaxAllRunsUs"] = f"{lc[lc.entry.isin(selection.STAGES)].host_us.max():.1f}"
-    oldest = lc.sort_values("started").run.iloc[0]
-    m["HostFirstRun"] = oldest
-    old = lc[lc.run == oldest].set_index("entry")
-    change = 100 * (new.host_us / old.host_us - 1)
-    m["HostTorchdefaultChangePct"] = f"{change['torch-default']:.0f}"
-    m["HostStagesChangePct"] = f"{change[[e for e in change.index if e in selection.STAGES]].median():.0f}"
+    m["HostStageMaxUs"] = f"{stages.host_min_us.max():.1f}"
+    m["HostStageMinUs"] = f"{stages.host_min_us.min():.1f}"
+    m["HostStageMedianMaxUs"] = f"{lc[is_stage].groupby('entry').host_us.median().max():.1f}"
+    m["HostStageMedianMinUs"] = f"{lc[is_stage].groupby('entry').host_us.median().min():.1f}"
+    for impl in selection.TORCH:
+        m[name("HostBest", impl, "us")] = f"{new.loc[impl, 'host_min_us']:.1f}"
+        m[name("HostMedian", impl, "us")] = f"{lc[lc.entry == impl].host_us.median():.1f}"
     med = lc.groupby("entry")[["call_us", "time_us"]].median()
     for impl in selection.TORCH:
-        m[name("Host", impl, "us")] = f"{new.loc[impl, 'host_us']:.1f}"
         m[name("Call", impl, "us")] = f"{med.loc[impl, 'call_us']:.1f}"
         m[name("CallOver", impl, "pct")] = f"{100 * (med.loc[impl, 'call_us'] / med.loc[impl, 'time_us'] - 1):.0f}"
     m["CallOverVSevenPct"] = f"{100 * (med.loc['v7', 'call_us'] / med.loc['v7', 'time_us'] - 1):.0f}"
