@@ -82,7 +82,8 @@ def test_timer_check():
 def test_launch_cost_rows():
     pr = pd.DataFrame([
         dict(run=r, key=k, impl=i, variant=v, stage=s, B=2, H=16, H_kv=8, N=1024, D=128, dtype="float16",
-             causal=True, block_m=bm, block_n=bm, num_warps=w, num_stages=st, time_us=t, call_us=t + 5, host_us=h)
+             causal=True, block_m=bm, block_n=bm, num_warps=w, num_stages=st, time_us=t, call_us=t + 5, host_us=h,
+             host_min_us=h - 1)
         for r in ("run-a", "run-b")
         for k, i, v, s, bm, w, st, t, h in [
             ("a", "triton", "v7", "v7", 32, 4, 3, 100.0, 11.0 if r == "run-a" else 13.0),

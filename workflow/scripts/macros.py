@@ -144,6 +144,16 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     m["LTwoReadVzeroMB"] = f"{ncu[('v0', 'lts__t_sectors_srcunit_tex_op_read.sum')] * 32 / 1e6:.1f}"
     for st in ("v3", "v4", "v5"):
         m[name(st, "RegBlocks")] = f"{ncu[(st, 'launch__occupancy_limit_registers')]:.0f}"
+    ops = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"])
+    ops = ops[ops.metric == "sass__inst_executed_per_opcode"].groupby(["variant", "instance"]).value.median()
+
+    def op(variant, opcode):
+        return f"{ops.get((variant, opcode), 0) / 1e3:.0f}"
+
+    m["HgmmaCudnnK"], m["HmmaCudnnK"] = op("torch-default", "HGMMA"), op("torch-default", "HMMA")
+    m["HgmmaFlashK"], m["HmmaFlashK"] = op("torch-flash", "HGMMA"), op("torch-flash", "HMMA")
+    m["HgmmaBestTileK"] = op("v7-warp_specialize", "HGMMA")
+    m["HmmaVSevenK"] = op("v7", "HMMA")
     m["BranchEffVseven"] = f"{ncu[('v7', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
     m["BranchEffVtwo"] = f"{ncu[('v2', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
 
