@@ -174,7 +174,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variants", nargs="+", default=list(STAGES),
                     help="stage names, ablation names (v7-exp2, v0+grid_order) or switch labels; 'all' for every one")
-    ap.add_argument("--archs", nargs="+", type=int, default=[90, 89, 120], choices=sorted(ARCHS))
+    ap.add_argument("--archs", nargs="+", type=int, default=[90, 86, 89, 120], choices=sorted(ARCHS))
     ap.add_argument("--tiles", nargs="+", type=parse_tile, default=[Tile()])
     ap.add_argument("--shape", default=",".join(str(x) for x in list(HEADLINE.as_dict().values())[:5]),
                     help="B,H,H_kv,N,D (default: the headline shape)")

@@ -24,6 +24,8 @@ class ArchLimits:
 ARCHS = {
     90: ArchLimits("sm_90 (Hopper: H100, H200)", max_warps_per_sm=64, max_blocks_per_sm=32, shared_per_sm=233472),
     89: ArchLimits("sm_89 (Ada: RTX 40)", max_warps_per_sm=48, max_blocks_per_sm=24, shared_per_sm=102400),
+    86: ArchLimits("sm_86 (Ampere consumer: RTX 30)", max_warps_per_sm=48, max_blocks_per_sm=16,
+                   shared_per_sm=102400),
     120: ArchLimits("sm_120 (Blackwell consumer: RTX 50)", max_warps_per_sm=48, max_blocks_per_sm=32,
                     shared_per_sm=102400),
 }

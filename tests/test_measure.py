@@ -40,6 +40,11 @@ def test_plan_covers_the_sets():
     assert sum(e.set == "tiles" for e in entries) == 2 * 4 * 4 * 2 * 3 - 2
     with pytest.raises(ValueError, match=r"unknown set\(s\) \['warp'\]"):
         bench_plan.expand(CFG, ["warp"])
+    # the premise entries (C1 where the working set exceeds the L2) are timed in the N sweep and so compiled first
+    premise = bench_plan.premise_entries(CFG)
+    assert premise and {e.key.replace("premise", "") for e in premise} <= {e.key for e in entries}
+    profiled = {e.key for e in bench_plan.profile_entries(CFG)}
+    assert profiled <= set(keys)                                    # every profiled entry is timed too
 
 
 class Interrupt(Exception):

@@ -53,6 +53,7 @@ rule profile:
         csv=f"{DATA}/{{run}}/profile/ncu.csv",
         report=f"{DATA}/{{run}}/profile/profile.ncu-rep.gz",
         duration=f"{DATA}/{{run}}/profile/ncu_duration.csv",
+        premise=f"{DATA}/{{run}}/profile/ncu_premise.csv",
     log:
         f"{DATA}/{{run}}/profile/profile.log",
     resources:
@@ -124,6 +125,7 @@ rule seal_run:
         expand(f"{DATA}/{{{{run}}}}/bench-{{set}}/timings.csv", set=bench_plan.SETS),
         f"{DATA}/{{run}}/profile/ncu.csv",
         f"{DATA}/{{run}}/profile/ncu_duration.csv",
+        f"{DATA}/{{run}}/profile/ncu_premise.csv",
         f"{DATA}/{{run}}/timer_check/timer_check.csv",
         f"{DATA}/{{run}}/compile/compiled.csv",
         f"{DATA}/{{run}}/verify/correctness.csv",

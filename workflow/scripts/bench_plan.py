@@ -108,3 +108,13 @@ def profile_entries(m: dict) -> list:
         resolve_variant(e.variant)
     return ([Entry("profile", "triton", v, HEADLINE, Tile()) for v in p["variants"]] + extra
             + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]])
+
+
+def premise_entries(m: dict) -> list:
+    """Entries profiled where a claim's premise holds and the headline's does not: plan.profile.premise's variants
+    at the article's tile, at the headline layout with each of its sequence lengths."""
+    p = m["profile"].get("premise")
+    if not p:
+        return []
+    return [Entry("premise", "triton", v, Shape(**{**HEADLINE.as_dict(), "N": int(n)}), Tile())
+            for n in p["N"] for v in p["variants"]]

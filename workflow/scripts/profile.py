@@ -5,7 +5,9 @@ profiler window, with the clocks as found (--clock-control none) and the caches 
 (--cache-control all, ncu's default):
 - the full metric set (--set full), one launch per entry -> ncu.csv (every numeric metric) and the report, gzipped;
 - the duration alone (gpu__time_duration.sum, one replay pass), `duration_launches` launches per entry ->
-  ncu_duration.csv, which the aggregate step compares with the kernel timer (the cross-check).
+  ncu_duration.csv, which the aggregate step compares with the kernel timer (the cross-check);
+- the premise entries (plan.profile.premise: where a claim's premise holds and the headline's does not, e.g. a
+  working set larger than the L2 for the grid order of C1), a few memory metrics -> ncu_premise.csv.
 Each report is read by ncu_tidy.py in a process of its own (loaded beside torch the report library has crashed).
 A run interrupted after a report was written resumes at its reading.
 
@@ -61,7 +63,8 @@ def _gzip(rep: Path, log) -> None:
 def profile(cfg_path: Path, out: Path, log=print) -> None:
     import bench_plan
 
-    launches = int(bench_plan.load_config(cfg_path)["profile"]["duration_launches"])
+    cfg = bench_plan.load_config(cfg_path)
+    launches = int(cfg["profile"]["duration_launches"])
     rep, order, csv_path = out / "profile.ncu-rep", out / "profile_order.json", out / "ncu.csv"
     if csv_path.exists():
         log("profile: full set already done")
@@ -74,11 +77,26 @@ def profile(cfg_path: Path, out: Path, log=print) -> None:
     rep, order, csv_path = out / "duration.ncu-rep", out / "duration_order.json", out / "ncu_duration.csv"
     if csv_path.exists():
         log("profile: durations already done")
+    else:
+        if not rep.exists():
+            _ncu(["--metrics", "gpu__time_duration.sum", "-o", str(rep.with_suffix(""))],
+                 ["--config", str(cfg_path), "--order", str(order), "--launches", str(launches)], log)
+        _tidy("duration", rep, order, csv_path, log)
+        _gzip(rep, log)
+    premise = cfg["profile"].get("premise")
+    rep, order, csv_path = out / "premise.ncu-rep", out / "premise_order.json", out / "ncu_premise.csv"
+    if not premise:
+        import ncu_tidy
+        ncu_tidy.write([], csv_path)                     # the step's declared output, with no rows
+        log("profile: no premise entries asked for")
+        return
+    if csv_path.exists():
+        log("profile: premise entries already done")
         return
     if not rep.exists():
-        _ncu(["--metrics", "gpu__time_duration.sum", "-o", str(rep.with_suffix(""))],
-             ["--config", str(cfg_path), "--order", str(order), "--launches", str(launches)], log)
-    _tidy("duration", rep, order, csv_path, log)
+        _ncu(["--metrics", ",".join(premise["metrics"]), "-o", str(rep.with_suffix(""))],
+             ["--config", str(cfg_path), "--order", str(order), "--entries", "premise"], log)
+    _tidy("full", rep, order, csv_path, log)
     _gzip(rep, log)
 
 

@@ -25,8 +25,11 @@ def main() -> int:
     ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
     ap.add_argument("--order", type=Path, required=True, help="where to write the profiled entries, in order")
     ap.add_argument("--launches", type=int, default=1, help="launches of each entry inside its window")
+    ap.add_argument("--entries", choices=["profile", "premise"], default="profile",
+                    help="the profiled entries (plan.profile) or the premise entries (plan.profile.premise)")
     a = ap.parse_args()
-    entries = bench_plan.profile_entries(bench_plan.load_config(a.config))
+    cfg = bench_plan.load_config(a.config)
+    entries = bench_plan.profile_entries(cfg) if a.entries == "profile" else bench_plan.premise_entries(cfg)
     profiled = []
     for e in entries:
         status, err, note, calls = check(e, seed=1234)
