@@ -22,6 +22,8 @@ rule aggregate:
         crosscheck=f"{AGG}/crosscheck.csv",
         timer_check=f"{AGG}/timer_check.csv",
         launch_cost=f"{AGG}/launch_cost.csv",
+        runs=f"{AGG}/runs.csv",
+        premise=f"{AGG}/premise.csv",
     log:
         "logs/aggregate.log",
     params:
@@ -42,8 +44,11 @@ rule claims:
         "workflow/scripts/claims.py",
         headline=rules.aggregate.output.headline,
         article="data/article/claims.csv",
+        components="data/article/components.csv",
+        article_data=["data/article/timings.csv", "data/article/ncu.csv"],
     output:
-        f"{AGG}/claims.csv",
+        claims=f"{AGG}/claims.csv",
+        slips=f"{AGG}/slips.csv",
     log:
         "logs/claims.log",
     params:
@@ -51,4 +56,4 @@ rule claims:
     conda:
         ENV
     shell:
-        "{params.py} workflow/scripts/claims.py --agg $(dirname {input.headline}) --article data/article --out {output} > {log} 2>&1"
+        "{params.py} workflow/scripts/claims.py --agg $(dirname {input.headline}) --article data/article --out {output.claims} > {log} 2>&1"

@@ -10,6 +10,7 @@ rule tables:
     output:
         stages="results/tables/stages.tex",
         claims="results/tables/claims.tex",
+        slips="results/tables/slips.tex",
         environment="results/tables/environment.tex",
         crosscheck="results/tables/crosscheck.tex",
         launch_cost="results/tables/launch_cost.tex",

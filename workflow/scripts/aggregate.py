@@ -20,6 +20,9 @@ Writes:
   Compute's gpu__time_duration; a difference over --crosscheck-max-pct fails this step, naming the entry;
 - timer_check.csv: the kernel time and the event time of each profiled entry after each host sleep, per run, with
   the kernel time's change from no sleep (the same bound applies);
+- runs.csv: per run, its start, commit(s) and the GPU's L2 size;
+- premise.csv: the Nsight metrics of the premise entries (where a claim's premise holds and the headline's does
+  not), with their sequence length N;
 - launch_cost.csv: per run (with its commit and start), the host time of a plain call (best and median of the
   run's repeats), the event-timed call and the kernel time of each stage and PyTorch backend at the headline shape.
 """
@@ -153,14 +156,16 @@ def timer_check(checks: pd.DataFrame, max_pct: float) -> pd.DataFrame:
 
 
 def run_info(run_dirs) -> pd.DataFrame:
-    """Per run: when it started (the earliest env.json start) and the project's commit(s) it ran."""
+    """Per run: when it started (the earliest env.json start), the project's commit(s) it ran, the GPU's L2 size."""
     import json
     rows = []
     for run in run_dirs:
         envs = [json.loads(p.read_text()) for p in sorted(Path(run).rglob("env.json"))]
         starts = sorted((e.get("start") or {}).get("time", "") for e in envs)
         commits = sorted({e.get("project_commit") or "not recorded" for e in envs})
-        rows.append(dict(run=Path(run).name, started=starts[0] if starts else "", commit=" ".join(commits)))
+        l2 = sorted({e["l2_bytes"] for e in envs if e.get("l2_bytes")})
+        rows.append(dict(run=Path(run).name, started=starts[0] if starts else "", commit=" ".join(commits),
+                         l2_bytes=l2[0] if len(l2) == 1 else None))
     return pd.DataFrame(rows).sort_values("started").reset_index(drop=True)
 
 
@@ -228,7 +233,13 @@ def main(argv=None) -> int:
         a.out / "crosscheck.csv", index=False)
     timer_check(load(run_dirs, "timer_check.csv", required=False), a.crosscheck_max_pct).to_csv(
         a.out / "timer_check.csv", index=False)
-    launch_cost(pr, run_info(run_dirs)).to_csv(a.out / "launch_cost.csv", index=False)
+    info = run_info(run_dirs)
+    info.to_csv(a.out / "runs.csv", index=False)
+    launch_cost(pr, info).to_csv(a.out / "launch_cost.csv", index=False)
+    premise = load(run_dirs, "ncu_premise.csv", required=False)
+    if not premise.empty:
+        premise["N"] = premise.key.str.split("|").str[2].str.split(",").str[3].astype(int)
+    premise.to_csv(a.out / "premise.csv", index=False)
     load(run_dirs, "ncu.csv").to_csv(a.out / "ncu.csv", index=False)
     load(run_dirs, "ceilings.csv", required=False).to_csv(a.out / "ceilings.csv", index=False)
     build = pd.concat([pd.read_csv(b) for b in a.build], ignore_index=True) if a.build else pd.DataFrame()

@@ -157,15 +157,7 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     m["BranchEffVseven"] = f"{ncu[('v7', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
     m["BranchEffVtwo"] = f"{ncu[('v2', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
 
-    c = pd.read_csv(agg / "claims.csv")
-    for claim, verdict in c.groupby("claim", sort=False).claim_verdict.first().items():
-        m[name(claim, "Verdict")] = verdict
-    for claim, g in c.groupby("claim", sort=False):
-        for i, (_, r) in enumerate(g.iterrows()):
-            m[name(claim, "Ours", chr(ord("A") + i))] = f"{r.ours:.1f}"
-    for claim, g in c.groupby("claim", sort=False):
-        for i, (_, r) in enumerate(g.iterrows()):
-            m[name(claim, "Art", chr(ord("A") + i))] = f"{r.article:.4g}"
+    m.update(claims_macros(agg, article))
     art = pd.read_csv(article / "claims.csv")
     for _, r in art.iterrows():
         base = name(r.claim, *str(r.quantity).split("_"))
@@ -187,12 +179,114 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     m["ChecksWrong"] = str(int((checks.status == "WRONG").sum()))
     m["NegligiblePct"] = f"{claims_rules.NEGLIGIBLE_PCT:g}"
     m["RatioSlackPct"] = f"{100 * claims_rules.RATIO_SLACK:g}"
+    m["FactorBound"] = f"{claims_rules.FACTOR:g}"
 
     m.update(timing_macros(agg))
+    m.update(arch_macros(agg))
+    m.update(ablation_macros(agg))
     for log in logs:
         t = snakemake_times(log)
         key = name("Run", log.stem)
         m[key + "Wall"] = f"{t['wall'] / 60:.1f}"
+    return m
+
+
+def listing(items) -> str:
+    """'A', 'A and B', 'A, B and C'; 'none' for no item."""
+    items = list(items)
+    if not items:
+        return "none"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def claims_macros(agg: Path, article: Path) -> dict:
+    """Each component's figures and verdict by its id, each claim's verdict, the claims grouped by verdict (so that
+    the abstract's sentence follows the data), and the chain of stages said plainly."""
+    m = {}
+    c = pd.read_csv(agg / "claims.csv")
+    for _, r in c.iterrows():
+        key = r.id.split("-")
+        m[name(*key, "Ours")] = f"{r.ours:.1f}"
+        m[name(*key, "Noise")] = f"{r.noise:.1f}"
+        m[name(*key, "Art")] = "--" if pd.isna(r.article) else f"{r.article:.1f}"
+        m[name(*key, "Verdict")] = r.verdict
+        if not pd.isna(r.article_printed):
+            m[name(*key, "Printed")] = f"{r.article_printed:g}"
+    verdicts = c.groupby("claim", sort=False).claim_verdict.first()
+    for claim, verdict in verdicts.items():
+        m[name(claim, "Verdict")] = verdict
+    for verdict, key in (("holds", "Hold"), ("partly", "Partly"), ("does not hold", "NotHold"),
+                         ("not testable here", "NotTestable")):
+        these = list(verdicts[verdicts == verdict].index)
+        m[name("Claims", key)] = listing(these)
+        m[name("Claims", key, "Count")] = str(len(these))
+    pr = pd.read_csv(agg / "per_run.csv")
+    st = pr[selection.at_headline(pr) & selection.at_article_tile(pr) & pr.variant.isin(selection.STAGES)]
+    med = st.groupby("variant").time_us.median()
+    art_t = pd.read_csv(article / "timings.csv")
+    art = art_t[(art_t.impl == "triton") & (art_t.block_m == 32)].set_index("stage").time_us
+    first, last = selection.STAGES[0], selection.STAGES[-1]
+    m["ArticleChainFactor"] = f"{art[first] / art[last]:.2f}"
+    m["OursChainFactor"] = f"{med[first] / med[last]:.2f}"
+    m["FastestStage"] = med.idxmin()
+    m["ArticleFastestStage"] = art.idxmin()
+    stages = selection.STAGES
+    steps = c[(c.rule == "change") & c.id.str.endswith("-time") & (c.N == selection.HEADLINE["N"])
+              & c["from"].isin(stages) & c.to.isin(stages)]
+    steps = steps[[stages.index(t) == stages.index(f) + 1 for f, t in zip(steps["from"], steps.to)]]
+    reversed_ = steps[(steps.ours * steps.article < 0) & (steps.ours.abs() > steps.noise)
+                      & (steps.article.abs() >= claims_rules.NEGLIGIBLE_PCT)]
+    m["ReversedSteps"] = listing(f"{r['from']} to {r.to} ({r.claim}: {r.article:+.1f}\\% in the article, "
+                                 f"{r.ours:+.1f}\\% here)" for _, r in reversed_.iterrows())
+    slips = pd.read_csv(agg / "slips.csv").drop_duplicates(["claim", "component", "article_printed"])
+    m["SlipCount"] = str(len(slips))
+    return m
+
+
+def arch_macros(agg: Path) -> dict:
+    """What the build says of each candidate class of the article's GPU: whether warp specialization (v5) compiles,
+    and the shared memory, registers and blocks per SM of v4 and v5 at the article's tile."""
+    m = {}
+    b = pd.read_csv(agg / "build.csv")
+    b = b[selection.at_article_tile(b) & b.variant.isin(["v4", "v5"])]
+    val = b.set_index(["arch", "variant", "metric"]).value
+    for arch in sorted(b.arch.unique()):
+        key = name("Sm", int(arch))
+        m[key + "WsCompiles"] = "yes" if val.get((arch, "v5", "compiles"), 0) == 1 else "no"
+        for v in ("v4", "v5"):
+            if val.get((arch, v, "compiles"), 0) == 1:
+                m[key + name(v, "SmemKB")] = f"{val[(arch, v, 'shared_bytes')] / 1000:.1f}"
+                m[key + name(v, "Regs")] = f"{val[(arch, v, 'registers')]:.0f}"
+                m[key + name(v, "Blocks")] = f"{val[(arch, v, 'blocks_per_sm')]:.0f}"
+    return m
+
+
+def ablation_macros(agg: Path) -> dict:
+    """Per switch: the change of time when it is removed from the final stage and added to the baseline (median
+    over runs of the per-run change, and the range over runs); and the switches whose change is beyond that range."""
+    m = {}
+    pr = pd.read_csv(agg / "per_run.csv")
+    h = pr[selection.at_headline(pr) & selection.at_article_tile(pr)].pivot_table(index="run", columns="variant",
+                                                                                   values="time_us")
+    first, last = selection.STAGES[0], selection.STAGES[-1]
+    costly_final, costly_base = [], []
+    for sw in selection.SWITCHES:
+        for base, variant, key, sink in ((last, f"{last}-{sw}", "Removed", costly_final),
+                                         (first, f"{first}+{sw}", "Added", costly_base)):
+            if variant not in h:                      # v7-const_strides is v6, v0+grid_order is v1
+                variant = selection.variant_name(selection.resolve_variant(variant))
+            change = (100 * (h[variant] / h[base] - 1)).dropna()
+            m[name("Abl", *sw.split("_"), key, "Pct")] = f"{change.median():.1f}"
+            beyond = abs(change.median()) > change.max() - change.min()
+            slower = change.median() > 0
+            if beyond and ((key == "Removed" and not slower) or (key == "Added" and slower)):
+                sink.append(sw.replace("_", r"\_"))
+    m["AblCostlyInFinal"] = listing(costly_final)
+    m["AblCostlyOnBase"] = listing(costly_base)
+    t = pr[selection.at_headline(pr) & (pr.num_warps == 8) & pr.variant.isin([last, f"{last}-warp_specialize"])]
+    med = t.groupby(["variant", "block_m", "block_n", "num_stages"]).time_us.median().unstack("variant").dropna()
+    m["WsEightWarpMaxDiffPct"] = f"{(100 * (med[last] / med[f'{last}-warp_specialize'] - 1)).abs().max():.1f}"
+    m["WsEightWarpTiles"] = str(len(med))
     return m
 
 

@@ -13,12 +13,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from kernels.shapes import HEADLINE as _HEADLINE  # noqa: E402
 from kernels.stages import ARTICLE_TILE as _TILE  # noqa: E402
 from kernels.stages import STAGES as _STAGES  # noqa: E402
+from kernels.stages import SWITCHES as _SWITCHES  # noqa: E402
 from kernels.stages import extended as _extended  # noqa: E402
+from kernels.stages import resolve_variant, variant_name  # noqa: E402,F401
 
 HEADLINE = _HEADLINE.as_dict()
 ARTICLE_TILE = asdict(_TILE)
 STAGES = list(_STAGES)
-EXTENSION_VARIANTS = list(_extended("v7"))  # our own variants beyond the article (v7+prescale_q)
+EXTENSION_VARIANTS = list(_extended(STAGES[-1]))  # our own variants beyond the article (v7+prescale_q)
+SWITCHES = list(_SWITCHES)                          # the article's switches, in its order
 TORCH = ["torch-flash", "torch-default", "torch-cudnn"]
 
 

@@ -97,19 +97,37 @@ def stages_table(agg: Path, article: Path, out: Path) -> None:
 
 
 def claims_table(agg: Path, out: Path) -> None:
+    """Each component: the article's figure (the basis marked: * printed, as it gives no absolute figures at both
+    ends; + its estimate), ours (median over runs, with the range over runs), the verdicts."""
     c = pd.read_csv(agg / "claims.csv")
     first = ~c.claim.duplicated()
+    headline_n = c.N.mode().iloc[0]
+    mark = {"recomputed": "", "printed": "*", "estimate": "+", "none": ""}
     df = pd.DataFrame({
         "claim": c.claim.where(first, ""),
-        "component": c.component.map(tex_escape),
-        "article": c.article.map(lambda x: fmt(x, 1)),
-        "ours": [fmt(o, 1) + (rf" $\pm$ {fmt(s, 1)}" if s and s > 0.05 else "")
-                 for o, s in zip(c.ours, c.spread)],
+        "component": [tex_escape(comp) + ("" if n == headline_n else f", $N={n}$")
+                      for comp, n in zip(c.component, c.N)],
+        "article": [fmt(a, 1) + mark[b] for a, b in zip(c.article, c.article_basis)],
+        "ours [range]": [fmt(o, 1) + (f" [{fmt(r, 1)}]" if r and r > 0.05 else "") for o, r in zip(c.ours, c.noise)],
         "unit": c.unit.map(tex_escape),
+        "runs": c.runs.astype(int).astype(str).where(c.rule != "static", "--"),
         "component verdict": c.verdict,
         "claim verdict": c.claim_verdict.where(first, ""),
     })
-    latex(df, out / "claims.tex", "llrrlll")
+    latex(df, out / "claims.tex", "llrrlrll")
+
+
+def slips_table(agg: Path, out: Path) -> None:
+    """The article's printed percentages that its own absolute figures do not give."""
+    sl = pd.read_csv(agg / "slips.csv").drop_duplicates(["claim", "component", "article_printed"])
+    df = pd.DataFrame({
+        "claim": sl.claim,
+        "figure": sl.component.map(tex_escape),
+        "printed": sl.article_printed.map(lambda x: f"{x:g}"),
+        "from its own figures": sl.article.map(lambda x: fmt(x, 2)),
+        "unit": sl.unit.map(tex_escape),
+    })
+    latex(df, out / "slips.tex", "llrrl")
 
 
 def entry_label(variant: str, block_m, block_n, num_warps, num_stages) -> str:
@@ -201,6 +219,7 @@ def main(argv=None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     stages_table(a.agg, a.article, a.out)
     claims_table(a.agg, a.out)
+    slips_table(a.agg, a.out)
     environment_table(a.runs, a.out)
     crosscheck_table(a.agg, a.out)
     launch_cost_table(a.agg, a.out)
