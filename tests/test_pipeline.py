@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 import claims  # noqa: E402
+import macros  # noqa: E402
+import selection  # noqa: E402
 import tables  # noqa: E402
 
 ENV = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -92,7 +94,12 @@ def test_paper_stage_table_matches_the_data(built):
         assert line is not None, f"no row for {r.stage} with {expected[:3]} in the PDF"
         for value in expected:
             assert value in line, f"{r.stage}: {value} not in the PDF's row: {line!r}"
-    assert "does not hold" in text and "partly" in text
+    # the abstract's verdict sentence lists the claims as the claims table does
+    verdicts = pd.read_csv(ROOT / "results" / "aggregate" / "claims.csv").groupby("claim", sort=False).claim_verdict.first()
+    flat = " ".join(text.split())
+    for verdict in ("holds", "partly", "does not hold"):
+        these = macros.listing(list(verdicts[verdicts == verdict].index))
+        assert f"({these})" in flat, f"the abstract does not list {these} as '{verdict}'"
 
 
 def test_report_holds_every_figure(built, tmp_path):
@@ -105,21 +112,27 @@ def test_report_holds_every_figure(built, tmp_path):
 
 
 def test_verdicts_follow_the_data(built, tmp_path):
-    """C3 does not hold on the H200 (v3 is slower than v2). Make v3 10% faster than v2 in a copy of the aggregated
-    data, and the same rules find that it holds."""
+    """C3 partly holds on the H200 (v3 is slower than v2, though it executes fewer instructions). Make v3 5% faster
+    than v2 in a copy of the aggregated data: the same rules find that C3 holds, every component that does not read
+    v3's time keeps its verdict, and the abstract's list of the claims that hold gains C3."""
     agg = ROOT / "results" / "aggregate"
-    before = claims.table(agg, ROOT / "data" / "article")
-    assert set(before[before.claim == "C3"].claim_verdict) == {"does not hold"}
+    article = ROOT / "data" / "article"
+    before = claims.table(agg, article)
+    assert set(before[before.claim == "C3"].claim_verdict) == {"partly"}
     copy = tmp_path / "aggregate"
     shutil.copytree(agg, copy)
     pr = pd.read_csv(copy / "per_run.csv")
-    head = (pr[list(claims.HEADLINE)] == pd.Series(claims.HEADLINE)).all(axis=1)
+    at = selection.at_headline(pr) & selection.at_article_tile(pr)
     for run in pr.run.unique():
-        at = head & (pr.run == run) & (pr.block_m == 32) & (pr.block_n == 32) & (pr.num_warps == 4) & \
-            (pr.num_stages == 3)
-        pr.loc[at & (pr.variant == "v3"), "time_us"] = 0.9 * pr.loc[at & (pr.variant == "v2"), "time_us"].iloc[0]
+        here = at & (pr.run == run)
+        pr.loc[here & (pr.variant == "v3"), "time_us"] = 0.95 * pr.loc[here & (pr.variant == "v2"), "time_us"].iloc[0]
     pr.to_csv(copy / "per_run.csv", index=False)
-    after = claims.table(copy, ROOT / "data" / "article")
+    after = claims.table(copy, article)
     assert set(after[after.claim == "C3"].claim_verdict) == {"holds"}
-    untouched = ~before.component.str.contains("v3")   # components that do not read v3's time keep their verdict
+    untouched = ~(((before["from"] == "v3") | (before.to == "v3")) & (before.quantity == "time"))
     assert list(after[untouched].verdict) == list(before[untouched].verdict)
+    after.to_csv(copy / "claims.csv", index=False)
+    old, new = macros.claims_macros(agg, article), macros.claims_macros(copy, article)
+    assert "C3" not in old["ClaimsHold"] and "C3" in new["ClaimsHold"] and "C3" not in new["ClaimsPartly"]
+    abstract = (ROOT / "paper" / "main.tex").read_text().split("\\end{abstract}")[0]
+    assert "\\ClaimsHold" in abstract and "\\ClaimsPartly" in abstract and "\\ClaimsNotHold" in abstract

@@ -243,6 +243,7 @@ def table(agg: Path, article: Path) -> pd.DataFrame:
         if not ours.premise_holds(c.premise, N):
             v = "not testable here"
         rows.append(dict(id=c.id, claim=c.claim, component=c.component, N=N, rule=c.rule, unit=c.unit,
+                         quantity=c.quantity,
                          **{"from": c["from"], "to": c.to}, article=a,
                          article_printed=printed, article_basis=basis, slip=is_slip(printed, a), ours=o,
                          noise=noise, runs=len(values) if c.rule != "static" else 0, verdict=v,
