@@ -99,6 +99,26 @@ def _cumulative_stages() -> dict:
 
 STAGES: Mapping[str, Stage] = _cumulative_stages()
 
+# Roles: what the rest of the artifact names instead of typing a stage. A stage added after the article's last one
+# changes none of them.
+BASELINE = next(iter(STAGES))                 # the article's first stage (v0)
+FINAL = list(STAGES)[-1]                      # the article's last stage (v7)
+
+
+def stage_adding(switch: str) -> str:
+    """The stage that turns a switch on (causal_skip -> v2)."""
+    return SWITCHES[switch].stage
+
+
+def previous_stage(stage: str) -> str:
+    names = list(STAGES)
+    return names[names.index(stage) - 1]
+
+
+def without(stage: str, switch: str) -> str:
+    """The name of a stage with one of its switches off (v7-warp_specialize)."""
+    return f"{stage}-{switch}"
+
 
 def frozen_switches(switches) -> frozenset | None:
     """A collection of switch names as a frozenset (None stays None); a string or a non-collection raises."""

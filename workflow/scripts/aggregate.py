@@ -195,7 +195,8 @@ def headline(pr: pd.DataFrame, article: pd.DataFrame) -> pd.DataFrame:
         out[f"pct_of_{impl}"] = 100 * out.time_us / out[impl]
     pooled = out.groupby("stage").median(numeric_only=True).reset_index().assign(run="median of runs")
     out = pd.concat([out, pooled], ignore_index=True)
-    art = article[(article.impl == "triton") & (article.block_m == 32)][["stage", "time_us"]].rename(
+    art = article[(article.impl == "triton") & (article.block_m == selection.ARTICLE_TILE["block_m"])]
+    art = art[["stage", "time_us"]].rename(
         columns={"time_us": "article_us"})
     torch_art = article.loc[article.impl == "torch-default", "time_us"].iloc[0]
     out = out.merge(art, on="stage", how="left")

@@ -38,13 +38,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kernels.stages import STAGES  # noqa: E402
+from kernels.stages import BASELINE, STAGES  # noqa: E402
 
 import bench_plan  # noqa: E402
 import gpu_env  # noqa: E402
 import kernel_timer  # noqa: E402
 
-ROW_KEYS = list(bench_plan.Entry("", "triton", "v0", bench_plan.HEADLINE, bench_plan.Tile()).row())
+ROW_KEYS = list(bench_plan.Entry("", "triton", BASELINE, bench_plan.HEADLINE, bench_plan.Tile()).row())
 COLUMNS = ["key", "repeat", *ROW_KEYS, "seed", "status", "rel_error", "time_us", "min_us", "q25_us", "q75_us",
            "max_us", "mean_us", "n_samples", "kernels_us", "kernels", "n_kernels", "call_us", "call_q25_us", "call_q75_us",
            "host_us", "host_calls", "timer", "note"]
@@ -67,7 +67,7 @@ def make_call(entry, q, k, v):
     if entry.impl == "triton":
         t = entry.tile
         how = ({"stage": entry.variant} if entry.variant in STAGES else {"switches": entry.switches})
-        if t != STAGES.get(entry.variant, STAGES["v0"]).tile:
+        if t != STAGES.get(entry.variant, STAGES[BASELINE]).tile:
             how.update(block_m=t.block_m, block_n=t.block_n, num_warps=t.num_warps, num_stages=t.num_stages)
         out = poisoned_like(q)
         return (lambda: attention(q, k, v, causal=causal, out=out, **how)), out, \

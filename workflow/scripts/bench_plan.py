@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 
 from kernels.shapes import HEADLINE, Shape
-from kernels.stages import (STAGES, Tile, add_one_in, extended, leave_one_out, resolve_variant, stage_of,
-                            switches_label)
+from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, extended, leave_one_out, resolve_variant,
+                            stage_of, switches_label)
 
 SETS = ("headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles")
 
@@ -68,7 +68,7 @@ def expand(m: dict, sets=SETS) -> list:
     if "headline" in sets:
         stages_and_torch("headline", HEADLINE)
     if "ablation" in sets:
-        for name, sw in {**leave_one_out("v7"), **add_one_in("v0"), **extended("v7")}.items():
+        for name, sw in {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL)}.items():
             if not stage_of(sw):  # v7-const_strides is v6 and v0+grid_order is v1: timed as stages
                 out.append(Entry("ablation", "triton", name, HEADLINE, article))
     if "bf16" in sets:

@@ -74,7 +74,8 @@ class Article:
     def _time(self, spec: str) -> float | None:
         variant, bm, _ = parse_variant(spec)
         t = self.times
-        sel = t.impl == variant if variant.startswith("torch") else (t.stage == variant) & (t.block_m == (bm or 32))
+        bm = bm or selection.ARTICLE_TILE["block_m"]
+        sel = t.impl == variant if variant.startswith("torch") else (t.stage == variant) & (t.block_m == bm)
         return float(t[sel].time_us.iloc[0]) if sel.any() else None
 
     def _absolute(self, metric: str, stage: str) -> float | None:
@@ -182,7 +183,8 @@ class Ours:
             return True
         if premise == "working_set_exceeds_l2":
             shape = Shape(**{**_HEADLINE.as_dict(), "N": N})
-            need = traffic(shape, 32, 32, causal_skip=False)["min_dram_bytes"]
+            tile = selection.ARTICLE_TILE
+            need = traffic(shape, tile["block_m"], tile["block_n"], causal_skip=False)["min_dram_bytes"]
             return need > self.runs.l2_bytes.min()
         raise ValueError(f"unknown premise {premise!r}")
 

@@ -14,6 +14,9 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+from kernels.stages import BASELINE, FINAL  # noqa: E402
+
 ROOT = HERE.parents[1]
 
 
@@ -21,7 +24,7 @@ def smoke_config(full: Path, out: Path) -> Path:
     cfg = yaml.safe_load(full.read_text())
     plan = cfg["plan"]
     plan["repeats"] = {name: 1 for name in plan["repeats"]}
-    plan["profile"] = {"variants": ["v0", "v7"], "extra": [], "torch_impls": ["torch-default", "torch-flash"],
+    plan["profile"] = {"variants": [BASELINE, FINAL], "extra": [], "torch_impls": ["torch-default", "torch-flash"],
                        "duration_launches": 5}
     plan["timer_check_sleep_us"] = [0, 1000]
     path = out / "smoke-config.yaml"

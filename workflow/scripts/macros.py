@@ -26,6 +26,7 @@ from kernels.stages import ALL_SWITCHES  # noqa: E402
 from kernels.theory import traffic  # noqa: E402
 
 DIGITS = "Zero One Two Three Four Five Six Seven Eight Nine".split()
+SECTOR_BYTES = 32  # an L2 sector
 
 
 def name(*parts) -> str:
@@ -81,10 +82,10 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
 
     pr = pd.read_csv(agg / "per_run.csv")
     hl = pr[selection.at_headline(pr)]
-    for variant in ("v7", "v7-warp_specialize"):
+    for variant in (selection.FINAL, selection.FINAL_NO_WS):
         t = hl[hl.variant == variant].groupby(["block_m", "block_n", "num_warps", "num_stages"]).time_us.median()
         (bm, bn, w, st), best = t.idxmin(), t.min()
-        key = "Ws" if variant == "v7" else "NoWs"
+        key = "Ws" if variant == selection.FINAL else "NoWs"
         m[name("Best", key, "Tile")] = f"{int(bm)}$\\times${int(bn)}, {int(w)} warps, {int(st)} stages"
         m[name("Best", key, "us")] = f"{best:.1f}"
         m[name("Best", key, "PctFlash")] = f"{100 * best / med['torch-flash']:.0f}"
@@ -95,39 +96,42 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
         m[name("Best", key, "SpreadPct")] = f"{100 * (at.hi_us.max() / at.lo_us.min() - 1):.1f}"
     m["ArticleTileSlowdown"] = f"{float(m['VSevenUs']) / float(m['BestNoWsUs']):.1f}"
     # The same factor split in two: warp specialization off at the article's tile, then the tile alone.
-    no_ws_article = hl[(hl.variant == "v7-warp_specialize") & selection.at_article_tile(hl)].time_us.median()
+    no_ws_article = hl[(hl.variant == selection.FINAL_NO_WS) & selection.at_article_tile(hl)].time_us.median()
     m["NoWsArticleTileUs"] = f"{no_ws_article:.1f}"
     m["WsOffAtArticleTilePct"] = f"{100 * (no_ws_article / float(m['VSevenUs']) - 1):.1f}"
     m["TileOnlySlowdown"] = f"{no_ws_article / float(m['BestNoWsUs']):.1f}"
     b = pd.read_csv(agg / "build.csv")
     sass = b[(b.arch == 90) & (b.metric == "sass_instructions") & selection.at_article_tile(b)].set_index("variant").value
-    m["TwoPhaseSassGrowth"] = f"{100 * (sass['v3'] / sass['v2'] - 1):.0f}"
+    two = selection.stage_adding("two_phase")
+    m["TwoPhaseSassGrowth"] = f"{100 * (sass[two] / sass[selection.previous_stage(two)] - 1):.0f}"
     tiles = hl[hl.set.fillna("").str.contains("tiles")]
     m["TilesTried"] = str(tiles.groupby(["variant", "block_m", "block_n", "num_warps", "num_stages"]).ngroups)
     timings = pd.read_csv(agg / "timings.csv", usecols=["run", "variant", "status", "block_m", "block_n",
                                                         "num_warps", "num_stages", "set"])
     refused = timings[(timings.status == "refused") & timings.set.fillna("").str.contains("tiles")]
-    m["TilesRefusedWs"] = str(refused[refused.variant == "v7"].groupby(
+    m["TilesRefusedWs"] = str(refused[refused.variant == selection.FINAL].groupby(
         ["block_m", "block_n", "num_warps", "num_stages"]).ngroups)
-    m["TilesRefusedNoWs"] = str(refused[refused.variant == "v7-warp_specialize"].groupby(
+    m["TilesRefusedNoWs"] = str(refused[refused.variant == selection.FINAL_NO_WS].groupby(
         ["block_m", "block_n", "num_warps", "num_stages"]).ngroups)
     m["TimingsOk"] = str(int((timings.status == "ok").sum()))
 
-    bf = pr[(pr.N == 1024) & (pr.H == 16) & (pr.dtype == "bfloat16")].groupby("variant").time_us.median()
-    for v in ("v0", "v7", "torch-flash", "torch-default"):
+    bf = pr[selection.where(pr, **{**selection.HEADLINE, "dtype": "bfloat16"})]
+    bf = bf[(bf.impl != "triton") | selection.at_article_tile(bf)].groupby("variant").time_us.median()
+    for v in (selection.BASELINE, selection.FINAL, "torch-flash", "torch-default"):
         m[name("Bf", v, "us")] = f"{bf[v]:.1f}"
     sw = pr[pr.set.fillna("").str.contains("n_sweep") & (pr.H == 16) & (pr.dtype == "float16") & (pr.N == pr.N.max())]
     sw = sw[(sw.impl != "triton") | selection.at_article_tile(sw)]
     tf = (4 * sw.B * sw.H * sw.N ** 2 * sw.D / 2 / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant).median()
     m["SweepMaxN"] = str(int(sw.N.max()))
-    for v in ("v0", "v2", "v7", "torch-flash", "torch-default"):
+    for v in (selection.BASELINE, selection.CAUSAL_SKIP_STAGE, selection.FINAL, "torch-flash", "torch-default"):
         m[name("Sweep", v, "Tflops")] = f"{tf[v]:.0f}"
     ceil = pd.read_csv(agg / "ceilings.csv")
     if not ceil.empty:
         m["PeakFpSixteen"] = f"{ceil[(ceil.quantity == 'matmul_tflops') & (ceil.dtype == 'float16')].value.median():.0f}"
         m["CopyBandwidth"] = f"{ceil[ceil.quantity == 'copy_gbps'].value.median() / 1000:.2f}"
-    t_full = traffic(HEADLINE, 32, 32, causal_skip=False)
-    t_skip = traffic(HEADLINE, 32, 32, causal_skip=True)
+    bm, bn = selection.ARTICLE_TILE["block_m"], selection.ARTICLE_TILE["block_n"]
+    t_full = traffic(HEADLINE, bm, bn, causal_skip=False)
+    t_skip = traffic(HEADLINE, bm, bn, causal_skip=True)
     m["TOneMiB"] = f"{t_full['requested_read_bytes'] / 2**20:.0f}"
     m["TOneMB"] = f"{t_full['requested_read_bytes'] / 1e6:.2f}"
     m["TTwoMiB"] = f"{t_full['requested_write_bytes'] / 2**20:.0f}"
@@ -140,9 +144,11 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
 
     ncu = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"])
     ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
-    m["DramReadVzeroMB"] = f"{ncu[('v0', 'dram__bytes_read.sum')] / 1e6:.1f}"
-    m["LTwoReadVzeroMB"] = f"{ncu[('v0', 'lts__t_sectors_srcunit_tex_op_read.sum')] * 32 / 1e6:.1f}"
-    for st in ("v3", "v4", "v5"):
+    B = selection.BASELINE
+    m["DramReadBaselineMB"] = f"{ncu[(B, 'dram__bytes_read.sum')] / 1e6:.1f}"
+    m["LTwoReadBaselineMB"] = f"{ncu[(B, 'lts__t_sectors_srcunit_tex_op_read.sum')] * SECTOR_BYTES / 1e6:.1f}"
+    ws = selection.stage_adding("warp_specialize")
+    for st in (selection.previous_stage(selection.previous_stage(ws)), selection.previous_stage(ws), ws):
         m[name(st, "RegBlocks")] = f"{ncu[(st, 'launch__occupancy_limit_registers')]:.0f}"
     ops = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"])
     ops = ops[ops.metric == "sass__inst_executed_per_opcode"].groupby(["variant", "instance"]).value.median()
@@ -152,10 +158,11 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
 
     m["HgmmaCudnnK"], m["HmmaCudnnK"] = op("torch-default", "HGMMA"), op("torch-default", "HMMA")
     m["HgmmaFlashK"], m["HmmaFlashK"] = op("torch-flash", "HGMMA"), op("torch-flash", "HMMA")
-    m["HgmmaBestTileK"] = op("v7-warp_specialize", "HGMMA")
-    m["HmmaVSevenK"] = op("v7", "HMMA")
-    m["BranchEffVseven"] = f"{ncu[('v7', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
-    m["BranchEffVtwo"] = f"{ncu[('v2', 'smsp__sass_average_branch_targets_threads_uniform.pct')]:.1f}"
+    m["HgmmaBestTileK"] = op(selection.FINAL_NO_WS, "HGMMA")
+    m["HmmaFinalK"] = op(selection.FINAL, "HMMA")
+    eff = "smsp__sass_average_branch_targets_threads_uniform.pct"
+    m["BranchEffFinal"] = f"{ncu[(selection.FINAL, eff)]:.1f}"
+    m["BranchEffBeforeTwoPhase"] = f"{ncu[(selection.previous_stage(selection.stage_adding('two_phase')), eff)]:.1f}"
 
     m.update(claims_macros(agg, article))
     art = pd.read_csv(article / "claims.csv")
@@ -166,7 +173,8 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
                 m[base + col.capitalize()] = f"{r[col]:g}"
     art_t = pd.read_csv(article / "timings.csv")
     m["ArticleTorchUs"] = f"{art_t.loc[art_t.impl == 'torch-default', 'time_us'].iloc[0]:g}"
-    m["ArticleBigTileUs"] = f"{art_t.loc[(art_t.stage == 'v7') & (art_t.block_m == 64), 'time_us'].iloc[0]:g}"
+    big = (art_t.stage == selection.FINAL) & (art_t.block_m > selection.ARTICLE_TILE["block_m"])
+    m["ArticleBigTileUs"] = f"{art_t.loc[big, 'time_us'].iloc[0]:g}"
     m["LTwoMiB"] = f"{_env_value(runs, 'l2_bytes') / 2**20:.0f}"
     m["SharedPerSmHopperKB"] = f"{ARCHS[90].shared_per_sm / 1024:.0f}"
     m["SharedPerSmAdaKB"] = f"{ARCHS[89].shared_per_sm / 1024:.0f}"
@@ -224,7 +232,8 @@ def claims_macros(agg: Path, article: Path) -> dict:
     st = pr[selection.at_headline(pr) & selection.at_article_tile(pr) & pr.variant.isin(selection.STAGES)]
     med = st.groupby("variant").time_us.median()
     art_t = pd.read_csv(article / "timings.csv")
-    art = art_t[(art_t.impl == "triton") & (art_t.block_m == 32)].set_index("stage").time_us
+    art = art_t[(art_t.impl == "triton") & (art_t.block_m == selection.ARTICLE_TILE["block_m"])]
+    art = art.set_index("stage").time_us
     first, last = selection.STAGES[0], selection.STAGES[-1]
     m["ArticleChainFactor"] = f"{art[first] / art[last]:.2f}"
     m["OursChainFactor"] = f"{med[first] / med[last]:.2f}"
@@ -248,12 +257,14 @@ def arch_macros(agg: Path) -> dict:
     and the shared memory, registers and blocks per SM of v4 and v5 at the article's tile."""
     m = {}
     b = pd.read_csv(agg / "build.csv")
-    b = b[selection.at_article_tile(b) & b.variant.isin(["v4", "v5"])]
+    ws = selection.stage_adding("warp_specialize")
+    before = selection.previous_stage(ws)
+    b = b[selection.at_article_tile(b) & b.variant.isin([before, ws])]
     val = b.set_index(["arch", "variant", "metric"]).value
     for arch in sorted(b.arch.unique()):
         key = name("Sm", int(arch))
-        m[key + "WsCompiles"] = "yes" if val.get((arch, "v5", "compiles"), 0) == 1 else "no"
-        for v in ("v4", "v5"):
+        m[key + "WsCompiles"] = "yes" if val.get((arch, ws, "compiles"), 0) == 1 else "no"
+        for v in (before, ws):
             if val.get((arch, v, "compiles"), 0) == 1:
                 m[key + name(v, "SmemKB")] = f"{val[(arch, v, 'shared_bytes')] / 1000:.1f}"
                 m[key + name(v, "Regs")] = f"{val[(arch, v, 'registers')]:.0f}"
@@ -324,7 +335,8 @@ def timing_macros(agg: Path) -> dict:
     for impl in selection.TORCH:
         m[name("Call", impl, "us")] = f"{med.loc[impl, 'call_us']:.1f}"
         m[name("CallOver", impl, "pct")] = f"{100 * (med.loc[impl, 'call_us'] / med.loc[impl, 'time_us'] - 1):.0f}"
-    m["CallOverVSevenPct"] = f"{100 * (med.loc['v7', 'call_us'] / med.loc['v7', 'time_us'] - 1):.0f}"
+    F = selection.FINAL
+    m["CallOverFinalPct"] = f"{100 * (med.loc[F, 'call_us'] / med.loc[F, 'time_us'] - 1):.0f}"
     return m
 
 

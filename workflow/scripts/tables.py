@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from selection import STAGES  # noqa: E402
+from selection import ARTICLE_TILE, STAGES  # noqa: E402
 
 
 def tex_escape(s: str) -> str:
@@ -50,7 +50,7 @@ def stage_rows(agg: Path, article: Path) -> pd.DataFrame:
     rows = []
     for st in STAGES:
         r = runs[runs.stage == st]
-        art_us = art_t[(art_t.stage == st) & (art_t.block_m == 32)].time_us.iloc[0]
+        art_us = art_t[(art_t.stage == st) & (art_t.block_m == ARTICLE_TILE["block_m"])].time_us.iloc[0]
         rows.append(dict(
             stage=st, article_us=art_us, ours_us=r.time_us.median(), ours_lo=r.time_us.min(),
             ours_hi=r.time_us.max(), article_pct=100 * art_us / art_torch,
@@ -135,8 +135,8 @@ def entry_label(variant: str, block_m, block_n, num_warps, num_stages) -> str:
     if pd.isna(block_m):
         return tex_escape(variant)
     tile = f"{int(block_m)}$\\times${int(block_n)}, {int(num_warps)}w, {int(num_stages)}s"
-    return tex_escape(variant) + ("" if (int(block_m), int(num_warps)) == (32, 4) and int(block_n) == 32
-                                  and int(num_stages) == 3 else f" ({tile})")
+    ours = dict(block_m=int(block_m), block_n=int(block_n), num_warps=int(num_warps), num_stages=int(num_stages))
+    return tex_escape(variant) + ("" if ours == ARTICLE_TILE else f" ({tile})")
 
 
 def crosscheck_table(agg: Path, out: Path) -> None:

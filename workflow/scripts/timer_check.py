@@ -25,8 +25,10 @@ import gpu_env  # noqa: E402
 import kernel_timer  # noqa: E402
 from bench import check  # noqa: E402
 
+from kernels.stages import BASELINE  # noqa: E402
+
 SAMPLES = 200
-COLUMNS = ["key", *bench_plan.Entry("", "triton", "v0", bench_plan.HEADLINE, bench_plan.Tile()).row(), "seed",
+COLUMNS = ["key", *bench_plan.Entry("", "triton", BASELINE, bench_plan.HEADLINE, bench_plan.Tile()).row(), "seed",
            "status", "sleep_us", "time_us", "q25_us", "q75_us", "min_us", "max_us", "n_samples", "kernels",
            "event_us", "event_q25_us", "event_q75_us"]
 

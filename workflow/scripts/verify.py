@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_env  # noqa: E402
 
 from kernels.shapes import HEADLINE, Shape  # noqa: E402
-from kernels.stages import STAGES, Tile, add_one_in, extended, leave_one_out, stage_of, switches_label  # noqa: E402
+from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, extended, leave_one_out,  # noqa: E402
+                            previous_stage, stage_adding, stage_of, switches_label)
 
 COLUMNS = ["case", "impl", "variant", "stage", "switches", "B", "H", "H_kv", "N", "D", "dtype", "causal",
            "block_m", "block_n", "num_warps", "num_stages", "seed", "status", "rel_error", "unwritten", "tolerance",
@@ -63,7 +64,7 @@ def cases(quick: bool = False) -> list:
                 for causal in (True, False):
                     out.append(Case(name, st.switches, Shape(**{**sh.as_dict(), "dtype": dt, "causal": causal}),
                                     Tile()))
-    ablations = {**leave_one_out("v7"), **add_one_in("v0"), **extended("v7")}
+    ablations = {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL)}
     for name, sw in ablations.items():
         if stage_of(sw):
             continue  # v7-const_strides is v6, v0+grid_order is v1: already above
@@ -72,7 +73,8 @@ def cases(quick: bool = False) -> list:
                 out.append(Case(name, sw, Shape(**{**HEADLINE.as_dict(), "dtype": dt, "causal": causal}), Tile()))
     tiles = [Tile(16, 16, 4, 3), Tile(32, 64, 4, 3), Tile(64, 32, 4, 3), Tile(64, 64, 4, 3), Tile(64, 64, 8, 3),
              Tile(128, 64, 8, 3), Tile(128, 128, 8, 2), Tile(64, 128, 4, 2), Tile(32, 32, 4, 2), Tile(32, 32, 4, 4)]
-    for name in ("v4", "v5", "v7"):
+    ws = stage_adding("warp_specialize")           # other tiles: around warp specialization, and the final stage
+    for name in dict.fromkeys((previous_stage(ws), ws, FINAL)):
         for t in tiles:
             for dt in dtypes:
                 out.append(Case(name, STAGES[name].switches, Shape(**{**HEADLINE.as_dict(), "dtype": dt}), t))

@@ -6,12 +6,13 @@ import seaborn as sns
 
 a = c.args(__doc__)
 pr = c.per_run(a.agg)
-q = pr[pr.set.str.contains("qwen3") & pr.variant.isin(["v0", "v2", "v7"] + c.TORCH)]
+shown = [c.BASELINE, c.CAUSAL_SKIP_STAGE, c.FINAL]
+q = pr[pr.set.str.contains("qwen3") & pr.variant.isin(shown + c.TORCH)]
 q = q[(q.impl != "triton") | c.where(q, **c.ARTICLE_TILE)]
 q = q.assign(layout=q.H.astype(str) + "/" + q.H_kv.astype(str) + " heads")
 order = [f"{h}/8 heads" for h in sorted(q.H.unique())]
 fig, ax = plt.subplots(figsize=(7, 3.2))
-sns.barplot(q, x="layout", y="time_us", hue="variant", order=order, hue_order=["v0", "v2", "v7"] + c.TORCH,
+sns.barplot(q, x="layout", y="time_us", hue="variant", order=order, hue_order=shown + c.TORCH,
             estimator="median", errorbar=("pi", 100), ax=ax, palette="tab10")
 ax.set(xlabel="Qwen3 layout (query / key-value heads, D=128)", ylabel="time (us)")
 ax.legend(fontsize=7, ncol=2, title=None)

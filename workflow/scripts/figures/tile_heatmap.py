@@ -6,19 +6,19 @@ import seaborn as sns
 
 a = c.args(__doc__)
 pr = c.per_run(a.agg)
-t = c.select(pr[pr.variant.isin(["v7", "v7-warp_specialize"])], **c.HEADLINE)
+t = c.select(pr[pr.variant.isin([c.FINAL, c.FINAL_NO_WS])], **c.HEADLINE)
 t = t.astype({"block_m": int, "block_n": int, "num_warps": int, "num_stages": int})
 med = t.groupby(["variant", "num_warps", "block_m", "block_n", "num_stages"]).time_us.median().reset_index()
 best = med.groupby(["variant", "num_warps", "block_m", "block_n"]).time_us.min().reset_index()
 vmin, vmax = best.time_us.min(), best.time_us.quantile(0.95)
 fig, axes = plt.subplots(2, 2, figsize=(8, 6.4))
-for i, variant in enumerate(["v7", "v7-warp_specialize"]):
+for i, variant in enumerate([c.FINAL, c.FINAL_NO_WS]):
     for j, warps in enumerate([4, 8]):
         grid = best[(best.variant == variant) & (best.num_warps == warps)].pivot(
             index="block_m", columns="block_n", values="time_us")
         sns.heatmap(grid, annot=True, fmt=".0f", cmap="viridis_r", vmin=vmin, vmax=vmax, ax=axes[i, j],
                     cbar=False, annot_kws={"fontsize": 8})
-        label = "v7 (warp-specialized)" if variant == "v7" else "v7 without warp specialization"
+        label = f"{c.FINAL} (warp-specialized)" if variant == c.FINAL else f"{c.FINAL} without warp specialization"
         axes[i, j].set_title(f"{label}, {warps} warps (us)", fontsize=9)
         axes[i, j].set(xlabel="BLOCK_N", ylabel="BLOCK_M")
 c.save(fig, a.out)
