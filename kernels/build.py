@@ -29,7 +29,7 @@ from triton.backends.nvidia.compiler import CUDABackend
 from triton.compiler import ASTSource
 from triton.runtime.jit import native_specialize_impl
 
-from .attention import TileNotSupportedError, _compile_failure, plan_launch
+from .launcher import TileNotSupportedError, _compile_failure, plan_launch
 from .flash_fwd import _attn_fwd
 from .gpus import ARCHS, blocks_per_sm
 from .shapes import HEADLINE, Shape

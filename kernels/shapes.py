@@ -3,9 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import torch
-
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES = ("float16", "bfloat16")  # names of torch dtypes (torch itself is imported only to make tensors)
 
 
 @dataclass(frozen=True)
@@ -20,7 +18,11 @@ class Shape:
 
     def tensors(self, device="cpu", generator=None, fill="randn"):
         """Fresh q (B, H, N, D), k and v (B, H_kv, N, D): standard normal, or uninitialized with fill='empty'."""
-        dt = DTYPES[self.dtype]
+        import torch
+
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype {self.dtype!r} is not one of {DTYPES}")
+        dt = getattr(torch, self.dtype)
         make = (lambda s: torch.empty(s, dtype=dt, device=device)) if fill == "empty" else \
             (lambda s: torch.randn(s, dtype=torch.float32, device=device, generator=generator).to(dt))
         return (make((self.B, self.H, self.N, self.D)), make((self.B, self.H_kv, self.N, self.D)),

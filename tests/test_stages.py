@@ -53,3 +53,18 @@ def test_unknown_names_are_refused():
         resolve_variant("v9")
     with pytest.raises(ValueError, match=r"unknown switch\(es\) \['fast'\]"):
         parse_switches_label("exp2+fast")
+
+
+def test_registry_imports_neither_torch_nor_triton():
+    """The pipeline's parse (Snakefile -> bench_plan) and the figure scripts read the registry without loading the
+    GPU stack; the kernel loads on first use."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.path.insert(0, 'workflow/scripts'); import kernels, selection, bench_plan; "
+            "assert 'torch' not in sys.modules and 'triton' not in sys.modules, 'loaded early'; "
+            "kernels.attention; assert 'triton' in sys.modules; "
+            "assert callable(kernels.attention) and not isinstance(kernels.attention, type(sys))")
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
