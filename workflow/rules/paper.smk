@@ -55,6 +55,7 @@ rule paper:
     """The paper, with latexmk from TeX Live."""
     input:
         tex="paper/main.tex",
+        bib="paper/references.bib",
         figures=expand("results/figures/{name}.pdf", name=FIGURES),
         tables=rules.tables.output,
         macros=rules.macros.output,

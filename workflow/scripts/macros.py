@@ -376,7 +376,7 @@ def switch_code(kernel: Path, out: Path) -> None:
                             ("else", "elif")):
                         break
                     block.append(nxt)
-                blocks.append("\n".join(b[indent:] if b.strip() else b for b in block[:14]).rstrip())
+                blocks.append("\n".join(b[indent:] if b.strip() else b for b in block).rstrip())
         (out / f"code_{sw.name}.tex").write_text(
             "\\begin{lstlisting}\n" + "\n\n".join(blocks or ["# (host side only)"]) + "\n\\end{lstlisting}\n")
 
