@@ -6,6 +6,13 @@ from dataclasses import asdict, dataclass
 DTYPES = ("float16", "bfloat16")  # names of torch dtypes (torch itself is imported only to make tensors)
 
 
+def attention_flops(B, H, N, D, causal=True):
+    """Useful matrix FLOPs of the forward pass, as FlashAttention counts them: two products of 2*N*N*D per head,
+    halved when causal. Works on numbers and on pandas columns alike."""
+    return 4.0 * B * H * N * N * D * (0.5 if causal is True else 1.0) if isinstance(causal, bool) else \
+        4.0 * B * H * N * N * D * (1.0 - 0.5 * causal.astype(float))
+
+
 @dataclass(frozen=True)
 class Shape:
     B: int
@@ -29,9 +36,7 @@ class Shape:
                 make((self.B, self.H_kv, self.N, self.D)))
 
     def flops(self) -> float:
-        """Matrix FLOPs of the forward pass (2 products of 2*N*N*D each), halved when causal, as FlashAttention counts."""
-        f = 4.0 * self.B * self.H * self.N * self.N * self.D
-        return f / 2 if self.causal else f
+        return attention_flops(self.B, self.H, self.N, self.D, self.causal)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -91,6 +91,9 @@ def per_run(timings: pd.DataFrame) -> pd.DataFrame:
     stats = stats.reset_index()
     desc = ok.drop_duplicates("key").drop(columns=["run", "repeat", "seed", "status", "rel_error", "note"] + [
         c for c in ok.columns if c.endswith("_us") or c in MEASURED])
+    # an entry timed by several sets' jobs belongs to all of them (each job writes only its own set's name)
+    sets = ok.groupby("key").set.agg(lambda x: ",".join(sorted({n for v in x.dropna() for n in v.split(",")})))
+    desc = desc.drop(columns="set").merge(sets.rename("set"), left_on="key", right_index=True)
     return stats.merge(desc, on="key")
 
 

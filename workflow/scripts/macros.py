@@ -20,7 +20,7 @@ import claims as claims_rules  # noqa: E402
 import selection  # noqa: E402
 import tables  # noqa: E402
 
-from kernels.shapes import HEADLINE  # noqa: E402
+from kernels.shapes import HEADLINE, attention_flops  # noqa: E402
 from kernels.gpus import ARCHS  # noqa: E402
 from kernels.stages import ALL_SWITCHES  # noqa: E402
 from kernels.theory import traffic  # noqa: E402
@@ -119,9 +119,10 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     bf = bf[(bf.impl != "triton") | selection.at_article_tile(bf)].groupby("variant").time_us.median()
     for v in (selection.BASELINE, selection.FINAL, "torch-flash", "torch-default"):
         m[name("Bf", v, "us")] = f"{bf[v]:.1f}"
-    sw = pr[pr.set.fillna("").str.contains("n_sweep") & (pr.H == 16) & (pr.dtype == "float16") & (pr.N == pr.N.max())]
+    sw = pr[pr.set.fillna("").str.contains("n_sweep") & selection.where(pr, **{k: v for k, v in HEADLINE.as_dict().items() if k != "N"})]
+    sw = sw[sw.N == sw.N.max()]
     sw = sw[(sw.impl != "triton") | selection.at_article_tile(sw)]
-    tf = (4 * sw.B * sw.H * sw.N ** 2 * sw.D / 2 / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant).median()
+    tf = (attention_flops(sw.B, sw.H, sw.N, sw.D, sw.causal) / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant).median()
     m["SweepMaxN"] = str(int(sw.N.max()))
     for v in (selection.BASELINE, selection.CAUSAL_SKIP_STAGE, selection.FINAL, "torch-flash", "torch-default"):
         m[name("Sweep", v, "Tflops")] = f"{tf[v]:.0f}"

@@ -12,7 +12,7 @@ t = t[t.impl.isin(c.TORCH) | (t.variant.isin(c.STAGES) & c.where(t, **c.ARTICLE_
 order = [v for v in c.STAGES + c.TORCH if v in set(t.variant)]
 fig, ax = plt.subplots(figsize=(8, 3.2))
 sns.stripplot(data=t, x="variant", y="host_us", hue="run", order=order, dodge=True, size=3, jitter=0.25, ax=ax)
-ax.set(xlabel="", ylabel="host time per call (us)", ylim=(0, None),
+ax.set(xlabel="", ylabel="host time per call (µs)", ylim=(0, None),
        title="Host time of a second call, every repeat (two jobs share the host in these runs)")
 ax.tick_params(axis="x", labelrotation=25)
 ax.legend(fontsize=7, title=None)

@@ -1,4 +1,4 @@
-"""Throughput against sequence length (useful FLOPs: the causal half of 4*N^2*D per head, over the median time),
+"""Throughput against sequence length (useful FLOPs, kernels.shapes.attention_flops, over the median time),
 each stage and each PyTorch backend, with the measured dense float16 matrix-product rate as the roof."""
 import common as c
 import matplotlib.pyplot as plt
@@ -7,21 +7,24 @@ import seaborn as sns
 
 a = c.args(__doc__)
 pr = c.per_run(a.agg)
-sweep = pr[pr.set.str.contains("n_sweep") & (pr.H == 16) & (pr.dtype == "float16")]
+sweep = pr[pr.set.str.contains("n_sweep") & c.where(pr, **{k: v for k, v in c.HEADLINE.items() if k != "N"})]
 sweep = sweep[(sweep.impl != "triton") | (sweep.variant.isin(c.STAGES) & c.where(sweep, **c.ARTICLE_TILE))]
-sweep = sweep.assign(tflops=4 * sweep.B * sweep.H * sweep.N ** 2 * sweep.D / 2 / (sweep.time_us * 1e-6) / 1e12)
+sweep = sweep.assign(tflops=c.attention_flops(sweep.B, sweep.H, sweep.N, sweep.D, sweep.causal)
+                     / (sweep.time_us * 1e-6) / 1e12)
 med = sweep.groupby(["variant", "N"]).tflops.median().reset_index()
 fig, ax = plt.subplots(figsize=(7, 3.8))
-palette = dict(zip(c.STAGES, sns.color_palette("viridis", 8)))
-palette.update({"torch-flash": "#d62728", "torch-default": "#ff7f0e", "torch-cudnn": "#8c564b"})
-sns.lineplot(med, x="N", y="tflops", hue="variant", palette=palette, marker="o", ax=ax,
-             hue_order=c.STAGES + c.TORCH)
+palette = dict(zip(c.STAGES, sns.color_palette("tab10", len(c.STAGES))))
+palette.update(dict(zip(c.TORCH, ["black", "0.45", "0.7"])))
+dashes = {**{s: "" for s in c.STAGES}, **{t: (4, 2) for t in c.TORCH}}
+sns.lineplot(med, x="N", y="tflops", hue="variant", style="variant", palette=palette, dashes=dashes, marker="o",
+             ax=ax, hue_order=c.STAGES + c.TORCH, style_order=c.STAGES + c.TORCH)
 ceil = pd.read_csv(a.agg / "ceilings.csv")
 if not ceil.empty:
     peak = ceil[(ceil.quantity == "matmul_tflops") & (ceil.dtype == "float16")].value.median()
     ax.axhline(peak, color="black", linestyle="--", linewidth=0.8)
-    ax.text(sweep.N.max(), peak * 0.9, f"dense fp16 matmul, measured: {peak:.0f} TFLOP/s", fontsize=7,
-            ha="right", va="top")
+    ax.text(sweep.N.min(), peak * 1.08, f"dense fp16 matmul, measured: {peak:.0f} TFLOP/s", fontsize=7,
+            ha="left", va="bottom")
+    ax.set_ylim(top=peak * 1.6)
 ax.set(xscale="log", yscale="log", xlabel="sequence length N (B=2, H=16, H_kv=8, D=128, causal)",
        ylabel="TFLOP/s")
 ax.set_xticks(sorted(sweep.N.unique()), [str(n) for n in sorted(sweep.N.unique())])

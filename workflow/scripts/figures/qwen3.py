@@ -14,6 +14,6 @@ order = [f"{h}/8 heads" for h in sorted(q.H.unique())]
 fig, ax = plt.subplots(figsize=(7, 3.2))
 sns.barplot(q, x="layout", y="time_us", hue="variant", order=order, hue_order=shown + c.TORCH,
             estimator="median", errorbar=("pi", 100), ax=ax, palette="tab10")
-ax.set(xlabel="Qwen3 layout (query / key-value heads, D=128)", ylabel="time (us)")
+ax.set(xlabel="Qwen3 layout (query / key-value heads, D=128)", ylabel="time (µs)")
 ax.legend(fontsize=7, ncol=2, title=None)
 c.save(fig, a.out)

@@ -19,6 +19,6 @@ for i, variant in enumerate([c.FINAL, c.FINAL_NO_WS]):
         sns.heatmap(grid, annot=True, fmt=".0f", cmap="viridis_r", vmin=vmin, vmax=vmax, ax=axes[i, j],
                     cbar=False, annot_kws={"fontsize": 8})
         label = f"{c.FINAL} (warp-specialized)" if variant == c.FINAL else f"{c.FINAL} without warp specialization"
-        axes[i, j].set_title(f"{label}, {warps} warps (us)", fontsize=9)
+        axes[i, j].set_title(f"{label}, {warps} warps (µs)", fontsize=9)
         axes[i, j].set(xlabel="BLOCK_N", ylabel="BLOCK_M")
 c.save(fig, a.out)

@@ -17,7 +17,7 @@ left.axhspan(-bound, bound, color="0.9", label=f"bound $\\pm${bound:g}%")
 left.axhline(0, color="0.5", lw=0.8)
 cc["kind"] = np.where(cc.impl == "triton", "Triton (ours)", "PyTorch")
 sns.scatterplot(data=cc, x="ncu_us", y="diff_pct", hue="kind", style="run", ax=left, s=30)
-left.set(xscale="log", xlabel="Nsight Compute gpu__time_duration (us, median of launches)",
+left.set(xscale="log", xlabel="Nsight Compute gpu__time_duration (µs, median of launches)",
          ylabel="kernel timer - Nsight (%)", ylim=(-1.6 * bound, 1.6 * bound), title="Timer against Nsight Compute")
 left.legend(fontsize=7, ncol=2)
 
@@ -27,7 +27,7 @@ long = pd.concat([tc.assign(timer="kernel timer", us=tc.time_us), tc.assign(time
 med = long.groupby(["timer", "sleep_us", "entry"], as_index=False).us.median()
 sns.lineplot(data=med, x="sleep_us", y="us", hue="timer", units="entry", estimator=None, ax=right, lw=0.8,
              marker="o", markersize=3)
-right.set(yscale="log", xlabel="host sleep before each launch (us)", ylabel="measured time (us)",
+right.set(yscale="log", xlabel="host sleep before each launch (µs)", ylabel="measured time (µs)",
           title="Host time: events see it, the kernel timer does not")
 right.legend(fontsize=7)
 c.save(fig, a.out)
