@@ -1,6 +1,8 @@
 rule build_variants:
     """Compile every stage and ablation variant for one architecture on the CPU: PTX, cubin, SASS, and the
     static report (registers, shared memory, spills, SASS instruction mix, occupancy)."""
+    input:
+        KERNEL_SOURCES,
     output:
         csv="results/build/sm_{arch}/build.csv",
     log:

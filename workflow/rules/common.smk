@@ -16,6 +16,7 @@ PY = sys.executable  # the interpreter running Snakemake runs every script
 GPU = config["gpu"]
 DATA = f"data/{GPU}"
 PLAN = config["plan"]
+KERNEL_SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").glob("*.py"))  # edit one: rebuild, re-verify
 ENV = "../../environment.yml"  # the conda environment of every rule (versions pinned in pyproject.toml)
 
 

@@ -4,10 +4,29 @@
 # Order: verify_gpu and compile (which compile, but time nothing) finish before any job that times starts, so that
 # no compilation ever runs beside a timing on a machine with several GPUs.
 BEFORE_TIMING = [f"{DATA}/{{run}}/verify/correctness.csv", f"{DATA}/{{run}}/compile/compiled.csv"]
+PLAN_FILE = f"{DATA}/{{run}}/plan.yaml"
+
+
+localrules:
+    plan,
+
+
+rule plan:
+    """The measurement plan as this run sees it (config/config.yaml and any --config override), written into the
+    run: the GPU steps read it from there, and it is sealed with the data it produced."""
+    output:
+        PLAN_FILE,
+    run:
+        import yaml
+
+        Path(output[0]).parent.mkdir(parents=True, exist_ok=True)
+        Path(output[0]).write_text(yaml.safe_dump({"plan": config["plan"]}, sort_keys=False))
 
 
 rule compile:
     """Compile every Triton entry of the plan (all sets and the profiled entries) into Triton's cache."""
+    input:
+        plan=PLAN_FILE,
     output:
         f"{DATA}/{{run}}/compile/compiled.csv",
     log:
@@ -21,13 +40,14 @@ rule compile:
         ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --compile-only "
-        "--workers {threads} --out $(dirname {output}) > {log} 2>&1"
+        "--config {input.plan} --workers {threads} --out $(dirname {output}) > {log} 2>&1"
 
 
 rule bench:
     """Time one set of the plan (interleaved repeats, each output checked first); resumes if interrupted."""
     input:
         BEFORE_TIMING,
+        plan=PLAN_FILE,
     output:
         f"{DATA}/{{run}}/bench-{{set}}/timings.csv",
     log:
@@ -40,7 +60,7 @@ rule bench:
     conda:
         ENV
     shell:
-        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --sets {wildcards.set} "
+        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --sets {wildcards.set} --config {input.plan} "
         "--workers {threads} --out $(dirname {output}) > {log} 2>&1"
 
 
@@ -49,6 +69,7 @@ rule profile:
     several launches for the cross-check with the kernel timer."""
     input:
         BEFORE_TIMING,
+        plan=PLAN_FILE,
     output:
         csv=f"{DATA}/{{run}}/profile/ncu.csv",
         report=f"{DATA}/{{run}}/profile/profile.ncu-rep.gz",
@@ -64,13 +85,14 @@ rule profile:
         ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/profile.py "
-        "--out $(dirname {output.csv}) > {log} 2>&1"
+        "--config {input.plan} --out $(dirname {output.csv}) > {log} 2>&1"
 
 
 rule timer_check:
     """The kernel timer against a host sleep before each launch: the kernel time must not move, events' does."""
     input:
         BEFORE_TIMING,
+        plan=PLAN_FILE,
     output:
         f"{DATA}/{{run}}/timer_check/timer_check.csv",
     log:
@@ -83,7 +105,7 @@ rule timer_check:
         ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/timer_check.py "
-        "--out $(dirname {output}) > {log} 2>&1"
+        "--config {input.plan} --out $(dirname {output}) > {log} 2>&1"
 
 
 rule ceilings:
@@ -107,6 +129,8 @@ rule ceilings:
 
 rule theory:
     """The traffic and FLOPs each Triton entry requests, from its loop structure (the article's T1, T2)."""
+    input:
+        plan=PLAN_FILE,
     output:
         f"{DATA}/{{run}}/theory.csv",
     log:
@@ -116,7 +140,7 @@ rule theory:
     conda:
         ENV
     shell:
-        "{params.py} workflow/scripts/theory_table.py --out {output} > {log} 2>&1"
+        "{params.py} workflow/scripts/theory_table.py --config {input.plan} --out {output} > {log} 2>&1"
 
 
 rule seal_run:

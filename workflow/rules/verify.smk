@@ -1,5 +1,8 @@
 rule verify_cpu:
     """Every stage against the float64 reference in Triton's interpreter (small float16 shapes)."""
+    input:
+        KERNEL_SOURCES,
+        "workflow/scripts/verify.py",
     output:
         "results/verify/cpu/correctness.csv",
     log:

@@ -161,6 +161,12 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     m["HgmmaFlashK"], m["HmmaFlashK"] = op("torch-flash", "HGMMA"), op("torch-flash", "HMMA")
     m["HgmmaBestTileK"] = op(selection.FINAL_NO_WS, "HGMMA")
     m["HmmaFinalK"] = op(selection.FINAL, "HMMA")
+    waves = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum")
+    for variant, key in ((selection.FINAL, "Final"), ("torch-flash", "Flash")):
+        m[name("Inst", key, "M")] = f"{ncu[(variant, 'smsp__inst_executed.sum')] / 1e6:.1f}"
+        m[name("SharedWaves", key, "M")] = f"{sum(ncu[(variant, w)] for w in waves) / 1e6:.2f}"
+        m[name("Regs", key)] = f"{ncu[(variant, 'launch__registers_per_thread')]:.0f}"
+        m[name("Occupancy", key)] = f"{ncu[(variant, 'sm__warps_active.avg.pct_of_peak_sustained_active')]:.1f}"
     eff = "smsp__sass_average_branch_targets_threads_uniform.pct"
     m["BranchEffFinal"] = f"{ncu[(selection.FINAL, eff)]:.1f}"
     m["BranchEffBeforeTwoPhase"] = f"{ncu[(selection.previous_stage(selection.stage_adding('two_phase')), eff)]:.1f}"
