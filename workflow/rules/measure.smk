@@ -16,11 +16,12 @@ rule plan:
     run: the GPU steps read it from there, and it is sealed with the data it produced."""
     output:
         PLAN_FILE,
-    run:
-        import yaml
-
-        Path(output[0]).parent.mkdir(parents=True, exist_ok=True)
-        Path(output[0]).write_text(yaml.safe_dump({"plan": config["plan"]}, sort_keys=False))
+    log:
+        "logs/plan/{run}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/write_plan.py"
 
 
 rule compile:
