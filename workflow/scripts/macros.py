@@ -178,6 +178,11 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
         for col in ("predicted", "measured"):
             if not pd.isna(r[col]):
                 m[base + col.capitalize()] = f"{r[col]:g}"
+    pred = art.set_index(["claim", "quantity"]).predicted
+    c3 = pred[("C3", "mask_share_of_instructions")] * (1 - pred[("C3", "formula_numerator")]
+                                                         / pred[("C3", "formula_denominator")])
+    m["CThreeFormulaGivesPct"] = f"{c3:.2f}"
+    m["CThreeStatedSavingPct"] = f"{abs(pred[('C3', 'time_change')]):g}"
     art_t = pd.read_csv(article / "timings.csv")
     m["ArticleTorchUs"] = f"{art_t.loc[art_t.impl == 'torch-default', 'time_us'].iloc[0]:g}"
     big = (art_t.stage == selection.FINAL) & (art_t.block_m > selection.ARTICLE_TILE["block_m"])
