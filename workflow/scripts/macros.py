@@ -57,10 +57,10 @@ def snakemake_times(log: Path) -> dict:
     return {"wall": (last - first).total_seconds() if first else 0.0, **per_rule}
 
 
-def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
+def stage_macros(agg: Path, article: Path, runs: list) -> dict:
+    """Each stage's row of the stage table, the PyTorch times, the run-to-run variation, the runs and GPUs."""
     m = {}
-    s = tables.stage_rows(agg, article)
-    for _, r in s.iterrows():
+    for _, r in tables.stage_rows(agg, article).iterrows():
         st = r.stage
         m[name(st, "us")] = f"{r.ours_us:.1f}"
         m[name(st, "ArticleUs")] = f"{r.article_us:.0f}"
@@ -69,9 +69,8 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
         m[name(st, "ArticlePct")] = f"{r.article_pct:.1f}"
         m[name(st, "Regs")] = f"{r.ours_regs:.0f}"
         m[name(st, "SmemKB")] = f"{r.ours_smem_kb:.1f}"
-    head = pd.read_csv(agg / "headline.csv")
-    med = head[head.run == "median of runs"].iloc[0]
-    for impl in ("torch-flash", "torch-default", "torch-cudnn"):
+    med = _torch_medians(agg)
+    for impl in selection.TORCH:
         m[name(impl, "us")] = f"{med[impl]:.1f}"
     var = pd.read_csv(agg / "variation.csv")
     m["MaxTimeVariation"] = f"{var.time_us_run_to_run_pct.max():.1f}"
@@ -79,9 +78,23 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     m["NumRuns"] = str(len(runs))
     m["NumGPUsRecorded"] = str(len({u for r in runs for u in _uuids(r)}))
     m["NumRunsNoUuid"] = str(sum(not _uuids(r) for r in runs))
+    return m
 
+
+def _torch_medians(agg: Path) -> pd.Series:
+    head = pd.read_csv(agg / "headline.csv")
+    return head[head.run == "median of runs"].iloc[0]
+
+
+def tile_macros(agg: Path) -> dict:
+    """The best tile of the final stage with and without warp specialization, the factor from the article's tile
+    split in two, the tiles tried and refused."""
+    m = {}
+    med = _torch_medians(agg)
     pr = pd.read_csv(agg / "per_run.csv")
     hl = pr[selection.at_headline(pr)]
+    final_us = hl[(hl.variant == selection.FINAL) & selection.at_article_tile(hl)].groupby("run").time_us.first()
+    final_us = final_us.median()
     for variant in (selection.FINAL, selection.FINAL_NO_WS):
         t = hl[hl.variant == variant].groupby(["block_m", "block_n", "num_warps", "num_stages"]).time_us.median()
         (bm, bn, w, st), best = t.idxmin(), t.min()
@@ -94,35 +107,39 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
                 & (hl.num_stages == st)]
         m[name("Best", key, "CallUs")] = f"{at.call_us.median():.1f}"
         m[name("Best", key, "SpreadPct")] = f"{100 * (at.hi_us.max() / at.lo_us.min() - 1):.1f}"
-    m["ArticleTileSlowdown"] = f"{float(m['VSevenUs']) / float(m['BestNoWsUs']):.1f}"
+    best_no_ws = float(m["BestNoWsUs"])
+    m["ArticleTileSlowdown"] = f"{final_us / best_no_ws:.1f}"
     # The same factor split in two: warp specialization off at the article's tile, then the tile alone.
     no_ws_article = hl[(hl.variant == selection.FINAL_NO_WS) & selection.at_article_tile(hl)].time_us.median()
     m["NoWsArticleTileUs"] = f"{no_ws_article:.1f}"
-    m["WsOffAtArticleTilePct"] = f"{100 * (no_ws_article / float(m['VSevenUs']) - 1):.1f}"
-    m["TileOnlySlowdown"] = f"{no_ws_article / float(m['BestNoWsUs']):.1f}"
-    b = pd.read_csv(agg / "build.csv")
-    sass = b[(b.arch == 90) & (b.metric == "sass_instructions") & selection.at_article_tile(b)].set_index("variant").value
-    two = selection.stage_adding("two_phase")
-    m["TwoPhaseSassGrowth"] = f"{100 * (sass[two] / sass[selection.previous_stage(two)] - 1):.0f}"
+    m["WsOffAtArticleTilePct"] = f"{100 * (no_ws_article / final_us - 1):.1f}"
+    m["TileOnlySlowdown"] = f"{no_ws_article / best_no_ws:.1f}"
     tiles = hl[hl.set.fillna("").str.contains("tiles")]
     m["TilesTried"] = str(tiles.groupby(["variant", "block_m", "block_n", "num_warps", "num_stages"]).ngroups)
     timings = pd.read_csv(agg / "timings.csv", usecols=["run", "variant", "status", "block_m", "block_n",
                                                         "num_warps", "num_stages", "set"])
     refused = timings[(timings.status == "refused") & timings.set.fillna("").str.contains("tiles")]
-    m["TilesRefusedWs"] = str(refused[refused.variant == selection.FINAL].groupby(
-        ["block_m", "block_n", "num_warps", "num_stages"]).ngroups)
-    m["TilesRefusedNoWs"] = str(refused[refused.variant == selection.FINAL_NO_WS].groupby(
-        ["block_m", "block_n", "num_warps", "num_stages"]).ngroups)
+    tile = ["block_m", "block_n", "num_warps", "num_stages"]
+    m["TilesRefusedWs"] = str(refused[refused.variant == selection.FINAL].groupby(tile).ngroups)
+    m["TilesRefusedNoWs"] = str(refused[refused.variant == selection.FINAL_NO_WS].groupby(tile).ngroups)
     m["TimingsOk"] = str(int((timings.status == "ok").sum()))
+    return m
 
+
+def sweep_macros(agg: Path) -> dict:
+    """bfloat16 at the headline, throughput at the longest sequence, the measured ceilings."""
+    m = {}
+    pr = pd.read_csv(agg / "per_run.csv")
     bf = pr[selection.where(pr, **{**selection.HEADLINE, "dtype": "bfloat16"})]
     bf = bf[(bf.impl != "triton") | selection.at_article_tile(bf)].groupby("variant").time_us.median()
     for v in (selection.BASELINE, selection.FINAL, "torch-flash", "torch-default"):
         m[name("Bf", v, "us")] = f"{bf[v]:.1f}"
-    sw = pr[pr.set.fillna("").str.contains("n_sweep") & selection.where(pr, **{k: v for k, v in HEADLINE.as_dict().items() if k != "N"})]
+    layout = {k: v for k, v in HEADLINE.as_dict().items() if k != "N"}
+    sw = pr[pr.set.fillna("").str.contains("n_sweep") & selection.where(pr, **layout)]
     sw = sw[sw.N == sw.N.max()]
     sw = sw[(sw.impl != "triton") | selection.at_article_tile(sw)]
-    tf = (attention_flops(sw.B, sw.H, sw.N, sw.D, sw.causal) / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant).median()
+    tf = (attention_flops(sw.B, sw.H, sw.N, sw.D, sw.causal) / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant)
+    tf = tf.median()
     m["SweepMaxN"] = str(int(sw.N.max()))
     for v in (selection.BASELINE, selection.CAUSAL_SKIP_STAGE, selection.FINAL, "torch-flash", "torch-default"):
         m[name("Sweep", v, "Tflops")] = f"{tf[v]:.0f}"
@@ -130,6 +147,12 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     if not ceil.empty:
         m["PeakFpSixteen"] = f"{ceil[(ceil.quantity == 'matmul_tflops') & (ceil.dtype == 'float16')].value.median():.0f}"
         m["CopyBandwidth"] = f"{ceil[ceil.quantity == 'copy_gbps'].value.median() / 1000:.2f}"
+    return m
+
+
+def traffic_macros() -> dict:
+    """T1, T2, the minimum DRAM traffic and the FLOPs of the headline at the article's tile (kernels.theory)."""
+    m = {}
     bm, bn = selection.ARTICLE_TILE["block_m"], selection.ARTICLE_TILE["block_n"]
     t_full = traffic(HEADLINE, bm, bn, causal_skip=False)
     t_skip = traffic(HEADLINE, bm, bn, causal_skip=True)
@@ -142,17 +165,23 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     m["UsefulGflop"] = f"{t_full['matmul_flops_useful'] / 1e9:.2f}"
     m["ExecGflopFull"] = f"{t_full['matmul_flops_executed'] / 1e9:.2f}"
     m["ExecGflopSkip"] = f"{t_skip['matmul_flops_executed'] / 1e9:.2f}"
+    return m
 
-    ncu = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"])
-    ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
+
+def ncu_macros(agg: Path) -> dict:
+    """Nsight figures the text quotes: traffic of the baseline, register limits, matrix instructions per kernel,
+    instructions, shared-memory wavefronts, registers and occupancy of the final stage and FlashAttention-2, branch
+    efficiency around the two-phase loop, and the static SASS growth of that loop."""
+    m = {}
+    raw = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"])
+    ncu = raw[raw.instance.isna()].groupby(["variant", "metric"]).value.median()
     B = selection.BASELINE
     m["DramReadBaselineMB"] = f"{ncu[(B, 'dram__bytes_read.sum')] / 1e6:.1f}"
     m["LTwoReadBaselineMB"] = f"{ncu[(B, 'lts__t_sectors_srcunit_tex_op_read.sum')] * SECTOR_BYTES / 1e6:.1f}"
     ws = selection.stage_adding("warp_specialize")
     for st in (selection.previous_stage(selection.previous_stage(ws)), selection.previous_stage(ws), ws):
         m[name(st, "RegBlocks")] = f"{ncu[(st, 'launch__occupancy_limit_registers')]:.0f}"
-    ops = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"])
-    ops = ops[ops.metric == "sass__inst_executed_per_opcode"].groupby(["variant", "instance"]).value.median()
+    ops = raw[raw.metric == "sass__inst_executed_per_opcode"].groupby(["variant", "instance"]).value.median()
 
     def op(variant, opcode):
         return f"{ops.get((variant, opcode), 0) / 1e3:.0f}"
@@ -168,10 +197,19 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
         m[name("Regs", key)] = f"{ncu[(variant, 'launch__registers_per_thread')]:.0f}"
         m[name("Occupancy", key)] = f"{ncu[(variant, 'sm__warps_active.avg.pct_of_peak_sustained_active')]:.1f}"
     eff = "smsp__sass_average_branch_targets_threads_uniform.pct"
+    two = selection.stage_adding("two_phase")
     m["BranchEffFinal"] = f"{ncu[(selection.FINAL, eff)]:.1f}"
-    m["BranchEffBeforeTwoPhase"] = f"{ncu[(selection.previous_stage(selection.stage_adding('two_phase')), eff)]:.1f}"
+    m["BranchEffBeforeTwoPhase"] = f"{ncu[(selection.previous_stage(two), eff)]:.1f}"
+    b = pd.read_csv(agg / "build.csv")
+    sass = b[(b.arch == 90) & (b.metric == "sass_instructions") & selection.at_article_tile(b)].set_index("variant").value
+    m["TwoPhaseSassGrowth"] = f"{100 * (sass[two] / sass[selection.previous_stage(two)] - 1):.0f}"
+    return m
 
-    m.update(claims_macros(agg, article))
+
+def article_macros(article: Path, runs: list) -> dict:
+    """The article's own figures the text quotes (claims.csv, timings.csv), the C3 formula it states, and the
+    limits of the GPU classes."""
+    m = {}
     art = pd.read_csv(article / "claims.csv")
     for _, r in art.iterrows():
         base = name(r.claim, *str(r.quantity).split("_"))
@@ -190,6 +228,12 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
     m["LTwoMiB"] = f"{_env_value(runs, 'l2_bytes') / 2**20:.0f}"
     m["SharedPerSmHopperKB"] = f"{ARCHS[90].shared_per_sm / 1024:.0f}"
     m["SharedPerSmAdaKB"] = f"{ARCHS[89].shared_per_sm / 1024:.0f}"
+    return m
+
+
+def correctness_macros(runs: list) -> dict:
+    """The worst relative error per dtype over every check of the runs, and the counts."""
+    m = {}
     checks = pd.concat([pd.read_csv(f) for r in runs for f in Path(r).rglob("correctness.csv")], ignore_index=True)
     ok = checks[checks.status == "ok"]
     for dtype, key in (("float16", "Fp"), ("bfloat16", "Bf")):
@@ -197,13 +241,25 @@ def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
         m[name("WorstErr", key)] = f"${mant}\\times10^{{{int(exp)}}}$"
     m["ChecksOk"] = str(len(ok))
     m["ChecksWrong"] = str(int((checks.status == "WRONG").sum()))
-    m["NegligiblePct"] = f"{claims_rules.NEGLIGIBLE_PCT:g}"
-    m["RatioSlackPct"] = f"{100 * claims_rules.RATIO_SLACK:g}"
-    m["FactorBound"] = f"{claims_rules.FACTOR:g}"
+    return m
 
-    m.update(timing_macros(agg))
-    m.update(arch_macros(agg))
-    m.update(ablation_macros(agg))
+
+def rule_macros() -> dict:
+    return {"NegligiblePct": f"{claims_rules.NEGLIGIBLE_PCT:g}", "RatioSlackPct": f"{100 * claims_rules.RATIO_SLACK:g}",
+            "FactorBound": f"{claims_rules.FACTOR:g}"}
+
+
+def compute(agg: Path, article: Path, runs: list, logs: list) -> dict:
+    """Every macro, from one function per subject."""
+    m = {}
+    for part in (stage_macros(agg, article, runs), tile_macros(agg), sweep_macros(agg), traffic_macros(),
+                 ncu_macros(agg), claims_macros(agg, article), article_macros(article, runs),
+                 correctness_macros(runs), rule_macros(), timing_macros(agg), arch_macros(agg),
+                 ablation_macros(agg)):
+        clash = set(part) & set(m)
+        if clash:
+            raise ValueError(f"macros defined twice: {sorted(clash)}")
+        m.update(part)
     for log in logs:
         t = snakemake_times(log)
         key = name("Run", log.stem)
