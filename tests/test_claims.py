@@ -1,10 +1,7 @@
 """The claim rules, one case each, and the slip test: each assertion could fail if a rule were looser."""
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 
 import claims  # noqa: E402
 

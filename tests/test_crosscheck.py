@@ -1,13 +1,11 @@
 """The aggregate step's checks of the kernel timer: against Nsight Compute's durations, and against a host sleep.
 Each must fail, naming the entry, when the numbers disagree beyond the bound."""
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 import aggregate  # noqa: E402
 import bench  # noqa: E402

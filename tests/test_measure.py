@@ -2,13 +2,11 @@
 replaced by fakes), checksums, the theoretical traffic, and the committed data."""
 import csv
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 import aggregate  # noqa: E402
 import bench  # noqa: E402

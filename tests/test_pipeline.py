@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 import claims  # noqa: E402
 import macros  # noqa: E402

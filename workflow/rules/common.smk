@@ -7,8 +7,7 @@ from snakemake.utils import validate
 validate(config, schema="../../config/schema.yaml")
 
 ROOT = Path(workflow.basedir)
-sys.path.insert(0, str(ROOT))  # the kernels package, when not installed
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))  # bench_plan: the sets of the plan (kernels is installed)
 
 import bench_plan  # noqa: E402  (the sets of the measurement plan)
 

@@ -34,7 +34,6 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import checksums  # noqa: E402
 import selection  # noqa: E402
 from kernel_timer import TIMER  # noqa: E402

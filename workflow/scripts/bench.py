@@ -35,8 +35,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernels.stages import BASELINE, STAGES  # noqa: E402
 

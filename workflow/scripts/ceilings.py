@@ -12,7 +12,6 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_env  # noqa: E402
 
 

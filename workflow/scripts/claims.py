@@ -37,8 +37,6 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import selection  # noqa: E402
 
 from kernels.shapes import HEADLINE as _HEADLINE, Shape  # noqa: E402

@@ -14,7 +14,6 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
 from kernels.stages import BASELINE, FINAL  # noqa: E402
 
 ROOT = HERE.parents[1]

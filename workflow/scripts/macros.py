@@ -14,8 +14,6 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import claims as claims_rules  # noqa: E402
 import selection  # noqa: E402
 import tables  # noqa: E402

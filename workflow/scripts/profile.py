@@ -22,8 +22,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_env  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

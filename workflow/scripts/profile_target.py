@@ -11,8 +11,6 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_plan  # noqa: E402
 from bench import check  # noqa: E402

@@ -2,13 +2,10 @@
 shape (kernels.shapes.HEADLINE), its tile (kernels.stages.ARTICLE_TILE), the stages (kernels.stages.STAGES)."""
 from __future__ import annotations
 
-import sys
 from dataclasses import asdict
-from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kernels.shapes import HEADLINE as _HEADLINE  # noqa: E402
 from kernels.stages import ARTICLE_TILE as _TILE  # noqa: E402

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from selection import ARTICLE_TILE, STAGES  # noqa: E402
 
 

@@ -17,8 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_plan  # noqa: E402
 import gpu_env  # noqa: E402

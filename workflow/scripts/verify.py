@@ -22,8 +22,6 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root, for `kernels` when not installed
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gpu_env  # noqa: E402
 
