@@ -433,8 +433,10 @@ def switch_code(kernel: Path, out: Path) -> None:
     for sw in ALL_SWITCHES.values():
         blocks = []
         for i, line in enumerate(lines):
-            if re.match(rf"\s*if (\w+ and )?{sw.kernel_arg}\b", line) or re.search(rf"warp_specialize={sw.kernel_arg}",
-                                                                                line):
+            if re.search(rf"\w+={sw.kernel_arg}\b", line):      # a keyword argument: the line says it all
+                blocks.append(line.strip())
+                continue
+            if re.match(rf"\s*if (\w+ and )?{sw.kernel_arg}\b", line):
                 indent = len(line) - len(line.lstrip())
                 block = [line]
                 for nxt in lines[i + 1:]:
