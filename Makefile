@@ -1,4 +1,4 @@
-# The README's commands. No GPU is needed for `make paper` and `make test`.
+# The README's commands. No GPU is needed for `make smoke`, `make paper` and `make test`.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -6,22 +6,52 @@ JOBS ?= 2
 GPU ?= nvidia-h200
 RUN ?= run-$(shell date -u +%Y%m%dT%H%M%SZ)
 GPUS ?= 1
+LOCK ?= requirements/lock.txt
 SUDO ?= $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # Debian's TeX Live for latexmk, and poppler for the tests that read the PDF.
 TEX_PACKAGES = latexmk texlive-latex-recommended texlive-fonts-recommended poppler-utils
 
-.PHONY: paper test report build measure tex clean
+.DEFAULT_GOAL := help
+.PHONY: help smoke paper test report build measure tex lock clean
 
-$(VENV)/.installed: pyproject.toml
+## help: list the commands (the default)
+help:
+	@grep -hE '^##' $(MAKEFILE_LIST) | sed -e 's/^## //' -e 's/^   */      /'
+
+# The environment: every version from the lock file, each wheel checked against its hash; then this package.
+$(VENV)/.installed: $(LOCK) pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed (Snakemake 9)")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[cpu,test,workflow]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-## tex: install TeX Live and poppler from Debian's packages if latexmk or pdftotext is missing
+## lock: write requirements/lock.txt again from pyproject.toml (uv pip compile, with hashes, PyPI alone)
+lock: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/python -m uv pip compile pyproject.toml --extra test --extra workflow --universal --python-version 3.11 \
+	  --generate-hashes --no-config --index-url https://pypi.org/simple -o $(LOCK)
+
+## tex: latexmk and pdftotext: installed from Debian's packages where apt-get exists, else what to install is said
 tex:
-	@command -v latexmk >/dev/null && command -v pdftotext >/dev/null || \
-	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
-	    --no-install-recommends $(TEX_PACKAGES) >/dev/null; }
+	@command -v latexmk >/dev/null && command -v pdftotext >/dev/null || { \
+	  if command -v apt-get >/dev/null; then \
+	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	      --no-install-recommends $(TEX_PACKAGES) >/dev/null; \
+	  else \
+	    echo "The paper needs latexmk (with pdflatex and bibtex) and pdftotext (poppler). Install them:"; \
+	    echo "  Fedora:  sudo dnf install latexmk texlive-scheme-medium poppler-utils"; \
+	    echo "  macOS:   brew install --cask mactex-no-gui && brew install poppler"; \
+	    echo "  conda:   conda install -c conda-forge texlive-core latexmk poppler"; \
+	    exit 1; \
+	  fi; }
+
+## smoke: kick the tires in about two minutes: build v7 for sm_90, verify it in the interpreter, the paper from data
+smoke: $(VENV)/.installed tex
+	env -u TRITON_INTERPRET $(BIN)/python -m kernels.build --variants v7 --archs 90 --out results/smoke/build
+	TRITON_INTERPRET=1 $(BIN)/python workflow/scripts/verify.py --device cpu --N 77 --stages v7 --out results/smoke/verify
+	$(BIN)/snakemake --profile profiles/cpu
+	@echo "smoke: built v7 for sm_90, verified it on the CPU, built results/paper.pdf from the committed data"
 
 ## paper: results/paper.pdf from the committed data (build and verify on the CPU, no GPU)
 paper: $(VENV)/.installed tex

@@ -133,6 +133,7 @@ def main(argv=None) -> int:
     ap.add_argument("--N", type=int, nargs="+", default=[1, 77, 130], help="sequence lengths (cpu only)")
     ap.add_argument("--workers", type=int, default=8, help="processes (cuda only)")
     ap.add_argument("--quick", action="store_true", help="skip N=4096 (cuda only)")
+    ap.add_argument("--stages", nargs="+", choices=list(STAGES), help="only these stages (cpu only; default all)")
     args = ap.parse_args(argv)
     if args.device == "cpu" and not os.environ.get("TRITON_INTERPRET"):
         raise SystemExit("--device cpu runs the kernels in Triton's interpreter: set TRITON_INTERPRET=1")
@@ -141,7 +142,7 @@ def main(argv=None) -> int:
         print(f"{final} is complete")
         return 0
     todo = [c for c in (cpu_cases(args.N) if args.device == "cpu" else cases(args.quick))
-            if c.key not in done_keys(partial)]
+            if c.key not in done_keys(partial) and (not args.stages or c.variant in args.stages)]
     args.out.mkdir(parents=True, exist_ok=True)
     env = gpu_env.start(args.out / "env.json", argv=sys.argv) if args.device == "cuda" else None
     fresh = not partial.exists()
