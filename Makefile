@@ -12,7 +12,7 @@ SUDO ?= $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 TEX_PACKAGES = latexmk texlive-latex-recommended texlive-fonts-recommended poppler-utils
 
 .DEFAULT_GOAL := help
-.PHONY: help smoke paper test report build measure tex lock clean
+.PHONY: help smoke paper test report build measure tex lock release clean
 
 ## help: list the commands (the default)
 help:
@@ -77,6 +77,17 @@ measure:
 	@$(PYTHON) -c "import kernels, snakemake" 2>/dev/null || { echo "make measure needs this package and Snakemake \
 	in $(PYTHON) (the Python that holds CUDA torch): $(PYTHON) -m pip install -e '.[workflow]'"; exit 1; }
 	$(PYTHON) -m snakemake --profile profiles/gpu --resources gpu=$(GPUS) --config measure=True run=$(RUN)
+
+## release: tag v<version> (pyproject.toml) and write dist/ with its source archive and SHA-256; a dirty tree is refused
+release:
+	@test -z "$$(git status --porcelain)" || { echo "release: the tree has uncommitted changes (git status): commit \
+	or stash them first, so that the archive is exactly the tagged commit"; exit 1; }
+	@v=$$($(PYTHON) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])'); \
+	  name=fa2-triton-stages-$$v; \
+	  git tag -a v$$v -m "fa2-triton-stages $$v" && mkdir -p dist && \
+	  git archive --format=tar.gz --prefix=$$name/ -o dist/$$name.tar.gz v$$v && \
+	  (cd dist && sha256sum $$name.tar.gz > $$name.tar.gz.sha256) && \
+	  echo "release: tagged v$$v; dist/$$name.tar.gz and its .sha256 (archive it on Zenodo: .zenodo.json)"
 
 clean:
 	rm -rf results logs benchmarks .snakemake .pytest_cache

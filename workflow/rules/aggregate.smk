@@ -1,3 +1,13 @@
+# Cheap steps that read the committed data: run where Snakemake runs, never queued as cluster jobs.
+localrules:
+    aggregate,
+    claims,
+    figure,
+    tables,
+    macros,
+    paper,
+
+
 AGG = "results/aggregate"
 
 
