@@ -66,7 +66,7 @@ test: $(VENV)/.installed tex
 report: $(VENV)/.installed
 	$(BIN)/snakemake --report results/report.html --cores 1
 
-## build: compile every stage and variant for sm_90, sm_89 and sm_120 (the pipeline's build step)
+## build: compile every stage and variant for each architecture of config build.archs (the pipeline's build step)
 build: $(VENV)/.installed
 	$(BIN)/snakemake --profile profiles/cpu build_all
 
