@@ -74,6 +74,8 @@ build: $(VENV)/.installed
 ##          over GPUS GPUs, then everything rebuilt from all runs. Uses $(PYTHON), which must hold CUDA torch,
 ##          triton 3.6.0 and this package: pip install -e '.[workflow]'
 measure:
+	@nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || { echo "make measure needs NVIDIA GPUs: nvidia-smi lists none \
+	here (not installed, or no GPU). Nothing was written."; exit 1; }
 	@$(PYTHON) -c "import kernels, snakemake" 2>/dev/null || { echo "make measure needs this package and Snakemake \
 	in $(PYTHON) (the Python that holds CUDA torch): $(PYTHON) -m pip install -e '.[workflow]'"; exit 1; }
 	$(PYTHON) -m snakemake --profile profiles/gpu --resources gpu=$(GPUS) --config measure=True run=$(RUN)

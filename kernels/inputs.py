@@ -67,6 +67,10 @@ def check_runnable(q: torch.Tensor) -> None:
         if not interpreting():
             raise ValueError(f"the tensors are on {q.device}; the Triton kernel needs CUDA tensors "
                              f"(or set TRITON_INTERPRET=1 to run it on the CPU, slowly)")
+        if q.dtype == torch.bfloat16:
+            raise ValueError("bfloat16 in Triton's interpreter gives wrong results (Triton 3.6 multiplies the raw "
+                             "bits in a bf16 tl.dot, triton-lang/triton#11584): run bfloat16 on a GPU, or use "
+                             "float16 on the CPU")
         return
     current = torch.cuda.current_device()
     if q.device.index != current:

@@ -8,7 +8,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernels import STAGES, add_one_in, attention, leave_one_out, reference_attention
+from kernels import STAGES, add_one_in, attention, leave_one_out, plan_launch, reference_attention
 from kernels.stages import extended
 from kernels.accuracy import judge, poisoned_like
 
@@ -104,5 +104,17 @@ def test_any_shape(B, H_kv, group, N, D, causal, stage, seed):
                    "(triton-lang/triton#11584, 'not supported yet'); bf16 is checked on the GPU. "
                    "When Triton fixes it this test passes, and strict=True makes that visible.")
 def test_bf16_in_interpreter(make_qkv):
+    """The kernel itself, launched past attention()'s refusal (below), on bf16 in the interpreter."""
+    from kernels.launcher import launch_kernel
     q, k, v, seed = make_qkv(1, 2, 1, 64, 64, dtype=torch.bfloat16)
-    run_and_judge(q, k, v, seed, stage="v7")
+    out = poisoned_like(q)
+    launch_kernel(plan_launch(q, k, v, out, causal=True, stage="v7"))
+    verdict = judge(out, reference_attention(q, k, v, causal=True))
+    assert verdict["ok"], verdict
+
+
+def test_bf16_in_interpreter_is_refused(make_qkv):
+    q, k, v, seed = make_qkv(1, 2, 1, 64, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"bfloat16 in Triton's interpreter gives wrong results .* run bfloat16 on "
+                                         r"a GPU, or use float16 on the CPU"):
+        attention(q, k, v)

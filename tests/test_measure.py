@@ -125,6 +125,32 @@ def test_checksums(tmp_path):
         checksums.verify(tmp_path)
 
 
+
+def test_a_sealed_run_is_exactly_its_listed_files(tmp_path):
+    """An extra file (a stray timings.csv), an emptied or malformed SHA256SUMS are refused, each named; the
+    aggregate reads only listed files."""
+    run = tmp_path / "run-x"
+    (run / "bench-a").mkdir(parents=True)
+    (run / "bench-a" / "timings.csv").write_text("key\n1\n")
+    checksums.write(run)
+    assert [p.name for p in checksums.verify(run)] == ["timings.csv"]
+    (run / "bench-extra").mkdir()
+    (run / "bench-extra" / "timings.csv").write_text("key\n2\n")
+    with pytest.raises(ValueError, match=r"bench-extra/timings.csv: not listed in SHA256SUMS"):
+        checksums.verify(run)
+    (run / "bench-extra" / "timings.csv").unlink()
+    sums = run / "SHA256SUMS"
+    good = sums.read_text()
+    sums.write_text("")
+    with pytest.raises(ValueError, match="lists no file"):
+        checksums.verify(run)
+    sums.write_text("nonsense\n")
+    with pytest.raises(ValueError, match=r"SHA256SUMS, line 1: not '<sha256>  <path>'"):
+        checksums.verify(run)
+    sums.write_text(good)
+    checksums.verify(run)
+
+
 def test_theoretical_traffic():
     """T1 and T2 for the headline at BM = 32. The article's T1 reads 528 MiB (566.94 MB), but its own formula
     gives 520 MiB = 545.26 MB, which is the L2 read figure the article measured for v0."""
@@ -184,6 +210,9 @@ def test_tampered_data_is_refused(tmp_path):
     timings.write_text(timings.read_text() + "\n")
     with pytest.raises(ValueError, match="timings.csv: changed since the run"):
         aggregate.verified(sorted(copy.glob("run-*")))
+    shutil.copy(timings.with_name("env.json"), run / "bench-headline" / "stray.json")   # an unlisted file too
+    with pytest.raises(ValueError, match="stray.json: not listed"):
+        aggregate.verified([run])
 
 
 def test_article_figures_name_metrics_we_measure():
@@ -195,3 +224,31 @@ def test_article_figures_name_metrics_we_measure():
     assert set(article.metric) - not_nsight <= ours
     timings = pd.read_csv(ROOT / "data" / "article" / "timings.csv")
     assert set(timings.stage.dropna()) == set(STAGES)
+
+
+def test_a_wrong_case_stays_wrong_until_measured_again(tmp_path, monkeypatch):
+    """verify: a run that found a WRONG case exits 1; a re-run measures that case again (and only it) and exits 0
+    only when it passes; the final file has one row per case, its latest."""
+    import verify
+    outcome = {"status": "WRONG"}
+    calls = []
+
+    def run_case(case, device="cuda"):
+        calls.append(case.key)
+        status = outcome["status"] if case.causal_flag else "ok"
+        return {"case": case.key, "variant": case.variant, "status": status, "rel_error": 0.5 if status == "WRONG"
+                else 1e-4}
+
+    monkeypatch.setattr(verify, "run_case", run_case)
+    monkeypatch.setattr(verify.Case, "causal_flag", property(lambda c: c.shape.causal), raising=False)
+    args = ["--device", "cpu", "--N", "16", "--stages", "v0", "--out", str(tmp_path)]
+    assert verify.main(args) == 1 and len(calls) == 2
+    assert not (tmp_path / "correctness.csv").exists()
+    calls.clear()
+    assert verify.main(args) == 1 and len(calls) == 1          # still wrong: the failure stays a failure
+    outcome["status"] = "ok"
+    calls.clear()
+    assert verify.main(args) == 0 and len(calls) == 1          # measured again, and passes
+    with open(tmp_path / "correctness.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 and {r["status"] for r in rows} == {"ok"}

@@ -66,3 +66,11 @@ def test_make_alone_lists_the_commands():
     assert out.returncode == 0
     for target in ("help", "smoke", "paper", "test", "measure", "release", "lock", "tex"):
         assert f"{target}:" in out.stdout, f"`make` does not list {target}"
+
+
+def test_measure_without_a_gpu_says_so_and_writes_nothing(tmp_path):
+    before = sorted(p.name for p in (ROOT / "data" / "nvidia-h200").iterdir())
+    out = subprocess.run(["make", "-s", "measure", "RUN=run-nogpu"], cwd=ROOT, capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode != 0 and "needs NVIDIA GPUs" in out.stdout + out.stderr
+    assert sorted(p.name for p in (ROOT / "data" / "nvidia-h200").iterdir()) == before

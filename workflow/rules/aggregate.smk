@@ -19,6 +19,7 @@ rule aggregate:
         "workflow/scripts/aggregate.py",
         "workflow/scripts/selection.py",
         seals=run_seals(),
+        data=run_data_files(),
         article="data/article/timings.csv",
         build=expand("results/build/sm_{arch}/build.csv", arch=config["build"]["archs"]),
     output:

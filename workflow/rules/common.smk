@@ -48,3 +48,15 @@ def run_seals():
     if not runs:
         raise ValueError(f"no measured runs under {DATA}: measure first (--config measure=true run=run-1)")
     return [f"{DATA}/{r.name}/SHA256SUMS" for r in runs]
+
+
+def run_data_files():
+    """Every data file that the sealed runs list: inputs of the aggregate step, so that an edit to any of them is
+    noticed on the next plain run (and then refused by the checksums)."""
+    files = []
+    for seal in run_seals():
+        sums = ROOT / seal
+        if sums.exists():
+            files += [f"{Path(seal).parent}/{line.split('  ', 1)[1]}" for line in sums.read_text().splitlines()
+                      if "  " in line]
+    return files

@@ -41,20 +41,26 @@ from kernel_timer import TIMER  # noqa: E402
 TORCH = tuple(selection.TORCH)
 
 
+_SEALED: dict = {}  # run folder -> its listed files, once verified
+
+
 def verified(run_dirs) -> list:
     run_dirs = [Path(r) for r in run_dirs]
     if not run_dirs:
         raise ValueError("no runs given")
     for p in run_dirs:
-        checksums.verify(p)
+        _SEALED[p] = checksums.verify(p)
     return run_dirs
 
 
 def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
-    """Every file called `name` below each run, with the run's name in a first column."""
+    """Every file called `name` that a run's SHA256SUMS lists (and only those), with the run's name in a first
+    column."""
     frames = []
     for run in run_dirs:
-        files = sorted(Path(run).rglob(name))
+        run = Path(run)
+        sealed = _SEALED.get(run) or checksums.verify(run)
+        files = sorted(f for f in sealed if f.name == name)
         if not files and required:
             raise FileNotFoundError(f"{run}: no {name}")
         frames += [pd.read_csv(f).assign(run=Path(run).name) for f in files]

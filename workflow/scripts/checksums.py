@@ -24,21 +24,41 @@ def write(folder: Path) -> Path:
     return out
 
 
-def verify(folder: Path) -> None:
-    """Raise naming every file that is missing or whose content changed since the checksums were written."""
-    sums = folder / NAME
+def listed(folder: Path) -> dict:
+    """relative path -> digest, as SHA256SUMS lists them; raises naming the file and line of a malformed line."""
+    sums = Path(folder) / NAME
     if not sums.exists():
         raise FileNotFoundError(f"{sums} is missing: this data folder was never sealed (the run did not finish?)")
+    entries = {}
+    for i, line in enumerate(sums.read_text().splitlines(), 1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or not name:
+            raise ValueError(f"{sums}, line {i}: not '<sha256>  <path>': {line!r}")
+        if name in entries:
+            raise ValueError(f"{sums}, line {i}: {name} is listed twice")
+        entries[name] = digest
+    if not entries:
+        raise ValueError(f"{sums} lists no file: a sealed run is its listed files, and this one lists none")
+    return entries
+
+
+def verify(folder: Path) -> list:
+    """A sealed run is exactly its listed files: raise naming every file that is missing, changed, or present but
+    not listed; return the listed files' paths."""
+    folder = Path(folder)
+    entries = listed(folder)
     problems = []
-    for line in sums.read_text().splitlines():
-        digest, name = line.split("  ", 1)
+    for name, digest in entries.items():
         p = folder / name
         if not p.exists():
             problems.append(f"{name}: missing")
         elif _digest(p) != digest:
             problems.append(f"{name}: changed since the run (checksum differs)")
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != NAME}
+    problems += [f"{name}: not listed in {NAME} (added after the run was sealed?)" for name in sorted(present - set(entries))]
     if problems:
         raise ValueError(f"{folder}: data does not match {NAME}: " + "; ".join(problems))
+    return [folder / name for name in entries]
 
 
 if __name__ == "__main__":

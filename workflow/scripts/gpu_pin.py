@@ -20,7 +20,11 @@ def gpu_ids() -> list:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible:
         return [x for x in visible.split(",") if x]
-    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise SystemExit("gpu_pin: nvidia-smi is not on the PATH: this step needs a CUDA GPU and its driver "
+                         "(measure on a machine with NVIDIA GPUs, or set CUDA_VISIBLE_DEVICES)") from None
     n = sum(line.startswith("GPU ") for line in out.stdout.splitlines())
     if n == 0:
         raise SystemExit("gpu_pin: no GPU found (nvidia-smi -L lists none); this step needs a CUDA GPU")

@@ -119,11 +119,22 @@ def run_case(case: Case, device: str = "cuda") -> dict:
             "torch_default_rel_error": torch_err}
 
 
-def done_keys(path: Path) -> set:
-    if not path.exists():
-        return set()
+def read_rows(path: Path) -> list:
+    """The rows of a partial file; an empty one (killed before its header was written) holds none, and a file with
+    another header is refused."""
+    if not path.exists() or path.stat().st_size == 0:
+        return []
     with open(path) as f:
-        return {r["case"] for r in csv.DictReader(f)}
+        reader = csv.DictReader(f)
+        if reader.fieldnames != COLUMNS:
+            raise ValueError(f"{path} has the columns {reader.fieldnames}, not {COLUMNS}: it comes from another "
+                             f"version of verify.py; move it away to start again")
+        return list(reader)
+
+
+def latest(rows: list) -> dict:
+    """case -> its last row: a case measured again replaces its earlier result."""
+    return {r["case"]: r for r in rows}
 
 
 def main(argv=None) -> int:
@@ -141,14 +152,17 @@ def main(argv=None) -> int:
     if final.exists():
         print(f"{final} is complete")
         return 0
+    before = read_rows(partial)
+    # a case stays to do until it has a result that is not WRONG: a failure stays a failure until measured again
+    done = {k for k, r in latest(before).items() if r["status"] != "WRONG"}
     todo = [c for c in (cpu_cases(args.N) if args.device == "cpu" else cases(args.quick))
-            if c.key not in done_keys(partial) and (not args.stages or c.variant in args.stages)]
+            if c.key not in done and (not args.stages or c.variant in args.stages)]
     args.out.mkdir(parents=True, exist_ok=True)
     env = gpu_env.start(args.out / "env.json", argv=sys.argv) if args.device == "cuda" else None
-    fresh = not partial.exists()
-    t0, n_bad = time.time(), 0
+    fresh = not before
+    t0, new_rows = time.time(), []
     with contextlib.ExitStack() as stack:
-        f = stack.enter_context(open(partial, "a", newline=""))
+        f = stack.enter_context(open(partial, "w" if fresh else "a", newline=""))
         if args.device == "cuda":
             results = stack.enter_context(mp.get_context("spawn").Pool(args.workers)).imap_unordered(run_case, todo)
         else:
@@ -156,19 +170,29 @@ def main(argv=None) -> int:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         if fresh:
             w.writeheader()
+            f.flush()
         for i, row in enumerate(results, 1):
             w.writerow(row)
             f.flush()
-            n_bad += row["status"] == "WRONG"
+            new_rows.append({k: str(v) if v is not None else "" for k, v in row.items()})
             if row["status"] != "ok" or i % 25 == 0 or i == len(todo):
                 print(f"[{i}/{len(todo)} {time.time() - t0:5.0f}s] {row['case']}: {row['status']} "
                       f"err={row.get('rel_error', '')}", flush=True)
     if env is not None:
         gpu_env.finish(args.out / "env.json", env)
-    print(f"{len(todo)} cases in {time.time() - t0:.0f} s; {n_bad} wrong")
-    if n_bad:
-        return 1
-    partial.rename(final)
+    result = latest(before + new_rows)
+    wrong = sorted(k for k, r in result.items() if r["status"] == "WRONG")
+    print(f"{len(todo)} cases in {time.time() - t0:.0f} s; {len(wrong)} wrong" +
+          (f": {', '.join(wrong[:10])}" if wrong else ""))
+    if wrong:
+        return 1                                        # the partial file keeps them; a re-run measures them again
+    tmp = final.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:                  # one row per case, its latest
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(result.values())
+    tmp.rename(final)
+    partial.unlink()
     return 0
 
 
