@@ -16,7 +16,10 @@ MAX_GRID_AXIS1 = 65535  # CUDA's limit on gridDim.y
 
 
 def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    """Whether Triton interprets, read as Triton itself reads TRITON_INTERPRET."""
+    import triton
+
+    return bool(triton.knobs.runtime.interpret)
 
 
 def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
@@ -114,3 +117,61 @@ def check_out(out: torch.Tensor, q: torch.Tensor) -> None:
     if tuple(out.shape) != tuple(q.shape) or out.dtype != q.dtype or out.device != q.device:
         raise ValueError(f"out must match q: shape {tuple(q.shape)}, {q.dtype}, on {q.device}; "
                          f"got {tuple(out.shape)}, {out.dtype}, on {out.device}")
+    if any(st == 0 and n > 1 for st, n in zip(out.stride(), out.shape)):
+        raise ValueError(f"out has a zero stride {tuple(out.stride())} (an expanded view): several outputs would be "
+                         f"written to one place; pass a tensor with memory of its own, e.g. torch.empty_like(q)")
+    if not _dense_without_overlap(out):
+        raise ValueError(f"out's elements overlap each other (shape {tuple(out.shape)}, strides "
+                         f"{tuple(out.stride())}); pass a tensor with memory of its own, e.g. torch.empty_like(q)")
+
+
+def _dense_without_overlap(t: torch.Tensor) -> bool:
+    """True when no two elements can share memory: with the dimensions sorted by stride, each stride reaches past
+    everything the smaller ones span (the usual layouts, contiguous or permuted or sliced, all pass)."""
+    reach = 0
+    for stride, size in sorted((abs(st), n) for st, n in zip(t.stride(), t.shape) if n > 1):
+        if stride <= reach:
+            return False
+        reach += stride * (size - 1)
+    return True
+
+
+def _span(t: torch.Tensor) -> tuple:
+    """[first byte, last byte + 1) of the memory a tensor's elements occupy."""
+    start = t.data_ptr() + t.element_size() * sum(min(0, st) * (n - 1) for st, n in zip(t.stride(), t.shape))
+    end = t.data_ptr() + t.element_size() * (1 + sum(max(0, st) * (n - 1) for st, n in zip(t.stride(), t.shape)))
+    return start, end
+
+
+def check_no_alias(q, k, v, out) -> None:
+    """out may be q itself (each program reads its block of q before it writes the same block of out), but must not
+    share memory with k or v (read by every program while others write) nor overlap q otherwise."""
+    o0, o1 = _span(out)
+    same_as_q = out.data_ptr() == q.data_ptr() and out.stride() == q.stride() and out.shape == q.shape
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if name == "q" and same_as_q:
+            continue
+        a0, a1 = _span(t)
+        if a0 < o1 and o0 < a1:
+            raise ValueError(f"out shares memory with {name} (bytes {max(a0, o0) - a0} to {min(a1, o1) - a0} of "
+                             f"{name}): the kernel would overwrite what it still reads; pass a separate out "
+                             f"(out=q itself is allowed)")
+
+
+MAX_ROW_OFFSET = 2**31  # the kernel's offsets within one head's rows are 32-bit integers
+
+
+def check_offsets(**tensors: torch.Tensor) -> None:
+    """Within one (batch, head), the kernel's element offsets must fit 32 bits."""
+    for name, t in tensors.items():
+        N, D = t.shape[-2], t.shape[-1]
+        span = (N - 1) * abs(t.stride(-2)) + (D - 1) * abs(t.stride(-1))
+        if span >= MAX_ROW_OFFSET:
+            raise ValueError(f"{name}'s rows reach element {span} within one head (strides {tuple(t.stride())}), "
+                             f"past the kernel's 32-bit offsets (2^31); pass {name}.contiguous() or shorter rows")
+
+
+def check_grad(q, k, v) -> None:
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise ValueError("q, k or v requires grad, but this kernel has no backward pass: its output would be cut "
+                         "from the graph; call it under `with torch.no_grad():` or pass .detach()ed tensors")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -10,9 +11,10 @@ import triton
 
 from . import inputs
 from .flash_fwd import _attn_fwd
-from .stages import ALL_SWITCHES, Tile, check_switches, frozen_switches, get_stage, variant_name
+from .stages import BASELINE, FINAL, ALL_SWITCHES, Tile, check_switches, frozen_switches, get_stage, variant_name
 
 LOG2E = math.log2(math.e)
+FP32_MAX, FP32_MIN_NORMAL = 3.4028234663852886e38, 1.1754943508222875e-38
 
 
 class TileNotSupportedError(RuntimeError):
@@ -37,23 +39,34 @@ class Launch:
 def _stage_or_switches(stage: str | None, switches: Iterable[str] | None) -> tuple:
     """(label, switches, default tile) for a stage name or an explicit switch subset."""
     if switches is not None:
+        if stage is not None:
+            raise ValueError(f"give a stage or switches, not both (stage={stage!r}, switches={sorted(switches)})")
         switches = check_switches(switches)
-        return variant_name(switches), switches, get_stage("v0").tile
-    st = get_stage(stage)
+        return variant_name(switches), switches, get_stage(BASELINE).tile
+    st = get_stage(FINAL if stage is None else stage)
     return st.name, st.switches, st.tile
 
 
-def plan_launch(q, k, v, out, *, causal=True, stage="v7", switches=None, sm_scale=None, **tile) -> Launch:
+def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scale=None, **tile) -> Launch:
     """Check everything and return the launch; raises with the problem and the fix on any bad input."""
     label, switches, default_tile = _stage_or_switches(stage, switches)
     B, H, H_kv, N, D = inputs.check_qkv(q, k, v)
     inputs.check_out(out, q)
+    inputs.check_grad(q, k, v)
+    inputs.check_offsets(q=q, k=k, v=v, out=out)
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False, got {causal!r}")
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    if isinstance(sm_scale, bool) or not isinstance(sm_scale, (int, float)) or not (0 < sm_scale < math.inf):
+    if isinstance(sm_scale, torch.Tensor):
+        raise TypeError(f"sm_scale must be a number, got a tensor {sm_scale!r}; pass float(sm_scale)")
+    if isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real) or not (0 < sm_scale < math.inf):
         raise ValueError(f"sm_scale must be a positive finite number, got {sm_scale!r} (default 1/sqrt(D))")
+    scaled = float(sm_scale) * LOG2E
+    if not (FP32_MIN_NORMAL <= scaled <= FP32_MAX / 4):
+        raise ValueError(f"sm_scale={sm_scale!r} is outside what the kernel's float32 scores can carry "
+                         f"(scale x log2(e) must be within [{FP32_MIN_NORMAL:.3g}, {FP32_MAX / 4:.3g}]); "
+                         f"rescale q instead")
     t = inputs.check_tile(tile, default_tile)
     if "const_strides" in switches:
         inputs.check_rows_contiguous(label, q=q, k=k, v=v, out=out)
@@ -137,6 +150,7 @@ def signature(q, k, v, out, causal, stage, sm_scale, switches, tile) -> tuple:
             None if out is None else (type(out), out.dtype, out.device, out.shape, out.stride(),
                                       not out.data_ptr() & 15),
             _get_device() if q.is_cuda else inputs.interpreting(),
+            (q.requires_grad or k.requires_grad or v.requires_grad) and torch.is_grad_enabled(),
             type(causal), causal, type(stage), stage, type(sm_scale), sm_scale, switches,
             tuple((key, type(val), val) for key, val in tile.items()) if tile else ())
 
@@ -180,15 +194,17 @@ def _launch_jit(plan: _Plan, q, k, v, out) -> None:
         plan.direct = _direct_launcher(kernel)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str = "v7",
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str | None = None,
               sm_scale: float | None = None, switches: Iterable[str] | None = None,
               out: torch.Tensor | None = None, **tile) -> torch.Tensor:
     """softmax(q k^T * sm_scale [+ causal mask]) v, by one stage of the article's kernel.
 
     q: (B, H, N, D); k, v: (B, H_kv, N, D), H a multiple of H_kv (query head h reads K/V head h // (H // H_kv)).
-    stage: "v0" ... "v7" (see kernels.STAGES); or switches: any subset of kernels.SWITCHES, which then replaces
-    the stage. tile: block_m, block_n, num_warps, num_stages override the stage's tile (BM = BN = 32, 4 warps).
-    out: an optional tensor like q to write into. Returns the output, (B, H, N, D), in q's dtype.
+    stage: "v0" ... "v7" (see kernels.STAGES; default the article's last); or switches: any subset of
+    kernels.SWITCHES instead (not both). tile: block_m, block_n, num_warps, num_stages override the stage's tile
+    (BM = BN = 32, 4 warps). out: an optional tensor like q to write into (q itself is allowed; memory shared with
+    k or v is refused). No backward pass: inputs that require grad are refused while grad mode is on.
+    Returns the output, (B, H, N, D), in q's dtype.
     """
     if switches is not None and type(switches) is not frozenset:
         switches = frozen_switches(switches)
@@ -199,6 +215,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         key = plan = None
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format) if isinstance(q, torch.Tensor) else None
+    elif plan is not None:
+        inputs.check_no_alias(q, k, v, out)            # pointers change from call to call: checked every time
     if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
         # The cached launch: Triton's generated launcher, called directly (see _launch_jit).
         launch, function, packed, coop, pdl = plan.direct
@@ -209,6 +227,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
         inputs.check_runnable(q)
+        inputs.check_no_alias(q, k, v, out)
         plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in _REST))
         if key is not None:
             if len(_PLANS) >= CACHE_SIZE:

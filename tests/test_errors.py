@@ -140,3 +140,101 @@ def test_not_a_tensor():
     q, k, v = qkv()
     with pytest.raises(TypeError, match=r"k must be a torch.Tensor, got list"):
         attention(q, [1, 2], v)
+
+
+# Inputs that gave a wrong answer without an error: each now raises, or stays correct (out=q).
+def _qkv_big(dtype=torch.float16):
+    g = torch.Generator().manual_seed(0)
+    return tuple(torch.randn(1, h, 16, 16, generator=g).to(dtype) for h in (2, 1, 1))
+
+
+@pytest.mark.parametrize("make_out, message", [
+    (lambda q, k, v: k.expand(1, 2, 16, 16), r"zero stride"),
+    (lambda q, k, v: torch.empty(1, 1, 16, 16, dtype=q.dtype).expand(1, 2, 16, 16), r"zero stride"),
+    (lambda q, k, v: torch.empty(600, dtype=q.dtype).as_strided((1, 2, 16, 16), (512, 256, 8, 1)),
+     r"out's elements overlap each other"),
+])
+def test_out_that_writes_one_place_twice_is_refused(make_out, message):
+    q, k, v = _qkv_big()
+    for stage in ("v6", "v7"):                     # with and without the const-strides check
+        with pytest.raises(ValueError, match=message):
+            attention(q, k, v, out=make_out(q, k, v), stage=stage)
+
+
+def test_out_sharing_memory_with_k_or_v_is_refused():
+    g = torch.Generator().manual_seed(1)
+    buf = torch.randn(4, 2, 16, 16, generator=g).half()   # q, k, v and out carved out of one buffer
+    q, k, v = buf[0], buf[1, :1], buf[2, :1]
+    q, k, v = q[None], k[None], v[None]
+    for name, out in (("k", buf[1][None]), ("v", buf[2][None]), ("q", buf[0:2].reshape(1, 4, 16, 16)[:, 1:3])):
+        with pytest.raises(ValueError, match=rf"out shares memory with {name}"):
+            attention(q, k, v, out=out)
+    # out = q itself stays allowed, and right
+    from kernels import reference_attention
+    from kernels.accuracy import judge
+    ref = reference_attention(q, k, v)
+    got = attention(q.clone(), k, v, out=None)
+    qq = q.clone()
+    attention(qq, k, v, out=qq)
+    assert judge(qq, ref)["ok"] and judge(got, ref)["ok"]
+
+
+def test_alias_is_checked_on_every_call_not_only_the_first():
+    q, k, v = _qkv_big()
+    attention(q, k, v, out=torch.empty_like(q))              # cached signature
+    out = torch.empty_like(q)
+    k2 = out[:, :1]                                           # same signature as k, but inside out
+    k2.copy_(k)
+    with pytest.raises(ValueError, match="out shares memory with k"):
+        attention(q, k2, v, out=out)
+
+
+def test_offsets_past_32_bits_are_refused():
+    from kernels import plan_launch
+    meta = [torch.empty(1, h, 16, 16, dtype=torch.float16, device="meta") for h in (2, 1, 1)]
+    q, k, v = meta
+    far = torch.empty(0, dtype=torch.float16, device="meta").as_strided((1, 2, 16, 16), (2**33, 2**32, 2**28, 1))
+    with pytest.raises(ValueError, match=r"q's rows reach element .* past the kernel's 32-bit offsets"):
+        plan_launch(far, k, v, torch.empty_like(q), causal=True, stage="v6")
+    plan_launch(q, k, v, torch.empty_like(q), causal=True, stage="v6")         # the same shape, contiguous: fine
+
+
+@pytest.mark.parametrize("scale, error, message", [
+    (1e38, ValueError, "outside what the kernel's float32 scores can carry"),
+    (1e-40, ValueError, "outside what the kernel's float32 scores can carry"),
+    (torch.tensor(0.5), TypeError, r"got a tensor .* pass float\(sm_scale\)"),
+])
+def test_sm_scale_out_of_float32_range_or_a_tensor(scale, error, message):
+    q, k, v = _qkv_big()
+    with pytest.raises(error, match=message):
+        attention(q, k, v, sm_scale=scale)
+
+
+def test_numpy_scale_is_accepted():
+    import numpy as np
+    from kernels import reference_attention
+    from kernels.accuracy import judge
+    q, k, v = _qkv_big()
+    assert judge(attention(q, k, v, sm_scale=np.float32(0.2)), reference_attention(q, k, v, sm_scale=0.2))["ok"]
+
+
+def test_stage_and_switches_together_are_refused():
+    q, k, v = _qkv_big()
+    with pytest.raises(ValueError, match=r"give a stage or switches, not both \(stage='v9'"):
+        attention(q, k, v, stage="v9", switches={"exp2"})
+
+
+def test_inputs_that_require_grad_are_refused_unless_grad_is_off():
+    q, k, v = _qkv_big()
+    q.requires_grad_(True)
+    with pytest.raises(ValueError, match=r"no backward pass.*torch.no_grad\(\)"):
+        attention(q, k, v)
+    with torch.no_grad():
+        attention(q, k, v)
+
+
+@pytest.mark.parametrize("value, interprets", [("1", True), ("true", True), ("0", False), ("false", False)])
+def test_triton_interpret_is_read_as_triton_reads_it(monkeypatch, value, interprets):
+    from kernels import inputs
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert inputs.interpreting() is interprets

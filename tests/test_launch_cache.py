@@ -70,9 +70,11 @@ def test_bad_input_after_a_cached_good_one_still_raises(counted, change, error, 
     base = dict(causal=True, stage="v7", sm_scale=None, block_m=32)
     attention(q, k, v, **base)
     attention(q, k, v, **{**base, "sm_scale": 0.25})
-    attention(q, k, v, **{**base, "switches": {"exp2"}})
+    attention(q, k, v, **{**base, "stage": None, "switches": {"exp2"}})
     tensors = dict(q=q, k=k, v=v, out=None)
     kwargs = dict(base)
+    if "switches" in change:
+        kwargs["stage"] = None
     for name, value in change.items():
         if name in tensors:
             tensors[name] = value(q if name in ("q", "out") else tensors[name])
