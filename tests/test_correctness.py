@@ -90,16 +90,6 @@ def test_missing_mask_would_be_caught(make_qkv):
     assert not judge(out, reference_attention(q, k, v, causal=True))["ok"]
 
 
-@given(B=st.integers(1, 2), H_kv=st.integers(1, 2), group=st.sampled_from([1, 2, 3, 4]), N=st.integers(1, 96),
-       D=st.sampled_from([16, 32, 64]), causal=st.booleans(), stage=st.sampled_from(list(STAGES)),
-       seed=st.integers(0, 2**31 - 1))
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_any_shape(B, H_kv, group, N, D, causal, stage, seed):
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(B, h, N, D, generator=g).half() for h in (H_kv * group, H_kv, H_kv))
-    run_and_judge(q, k, v, seed, causal=causal, stage=stage)
-
-
 @pytest.mark.xfail(strict=True, reason="Triton's interpreter multiplies raw bits in a bf16 tl.dot "
                    "(triton-lang/triton#11584, 'not supported yet'); bf16 is checked on the GPU. "
                    "When Triton fixes it this test passes, and strict=True makes that visible.")

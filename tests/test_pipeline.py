@@ -138,3 +138,20 @@ def test_verdicts_follow_the_data(built, tmp_path):
     assert "C3" not in old["ClaimsHold"] and "C3" in new["ClaimsHold"] and "C3" not in new["ClaimsPartly"]
     abstract = (ROOT / "paper" / "main.tex").read_text().split("\\end{abstract}")[0]
     assert "\\ClaimsHold" in abstract and "\\ClaimsPartly" in abstract and "\\ClaimsNotHold" in abstract
+
+
+@pytest.mark.parametrize("override, message", [
+    ({"plan": {"tiles": {"variants": ["v7", "v9x"]}}}, "unknown variant 'v9x'"),
+    ({"plan": {"qwen3": {"bad": {"H": 10, "H_kv": 4, "D": 128}}}}, "H=10 is not a multiple of H_kv=4"),
+    ({"plan": {"qwen3": {"odd": {"H": 16, "H_kv": 8, "D": 96}}}}, "96"),
+    ({"build": {"archs": [90], "arch": 89}}, "Additional properties are not allowed"),
+    ({"plan": {"bench": {"rep_mss": 5}}}, "Additional properties are not allowed"),
+])
+def test_a_bad_plan_fails_in_the_dry_run(tmp_path, override, message):
+    """Typos anywhere in the configuration, unknown variants and shapes the kernel cannot take fail when the
+    pipeline is parsed, not inside a GPU job."""
+    import yaml
+    extra = tmp_path / "override.yaml"
+    extra.write_text(yaml.safe_dump(override))
+    proc = snakemake("-n", "--cores", "1", "--configfile", "config/config.yaml", str(extra))
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-1500:]

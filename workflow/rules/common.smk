@@ -1,4 +1,5 @@
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -11,7 +12,9 @@ sys.path.insert(0, str(ROOT / "workflow" / "scripts"))  # bench_plan: the sets o
 
 import bench_plan  # noqa: E402  (the sets of the measurement plan)
 
-PY = sys.executable  # the interpreter running Snakemake runs every script
+bench_plan.check_plan(config["plan"])  # a bad plan fails here, in a dry run, not inside a GPU job
+
+PY = shlex.quote(sys.executable)  # the interpreter running Snakemake runs every script (quoted: paths with spaces)
 GPU = config["gpu"]
 DATA = f"data/{GPU}"
 PLAN = config["plan"]

@@ -33,6 +33,7 @@ rule macros:
         rules.claims.output,
         "kernels/flash_fwd.py",
         "workflow/scripts/macros.py",
+        "results/verify/cpu/correctness.csv",
         headline=rules.aggregate.output.headline,
         seals=run_seals(),
     output:

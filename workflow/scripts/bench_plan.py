@@ -118,3 +118,23 @@ def premise_entries(m: dict) -> list:
         return []
     return [Entry("premise", "triton", v, Shape(**{**HEADLINE.as_dict(), "N": int(n)}), Tile())
             for n in p["N"] for v in p["variants"]]
+
+
+def check_plan(m: dict) -> list:
+    """Expand the whole plan (every set, the profiled and the premise entries) and check every entry, so that a bad
+    plan fails when the pipeline is parsed (a dry run), not inside a GPU job: unknown variants, shapes the kernel
+    does not take. Returns the entries."""
+    entries = expand(m) + profile_entries(m) + premise_entries(m)
+    for e in entries:
+        s = e.shape
+        where = f"plan entry {e.key} (sets: {e.set})"
+        if s.H % s.H_kv:
+            raise ValueError(f"{where}: H={s.H} is not a multiple of H_kv={s.H_kv}; fix plan.qwen3 or the sets")
+        if s.D not in (16, 32, 64, 128, 256):
+            raise ValueError(f"{where}: head dim D={s.D} is not one the kernel takes (16, 32, 64, 128, 256)")
+        if e.impl == "triton":
+            try:
+                e.switches
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
+    return entries

@@ -239,6 +239,11 @@ def correctness_macros(runs: list) -> dict:
         m[name("WorstErr", key)] = f"${mant}\\times10^{{{int(exp)}}}$"
     m["ChecksOk"] = str(len(ok))
     m["ChecksWrong"] = str(int((checks.status == "WRONG").sum()))
+    cpu = ROOT / "results" / "verify" / "cpu" / "correctness.csv"
+    if cpu.exists():
+        c = pd.read_csv(cpu)
+        m["ChecksCpu"] = str(len(c))
+        m["ChecksCpuWrong"] = str(int((c.status != "ok").sum()))
     return m
 
 

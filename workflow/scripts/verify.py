@@ -40,12 +40,13 @@ class Case:
     switches: frozenset
     shape: Shape
     tile: Tile
+    layout: str = "bhnd"    # "bnhd": q, k, v as transposed views of (B, N, H, D) memory (non-contiguous rows)
 
     @property
     def key(self) -> str:
         s = self.shape
         return (f"{self.variant}|{s.B},{s.H},{s.H_kv},{s.N},{s.D}|{s.dtype}|{'causal' if s.causal else 'full'}|"
-                f"{self.tile.label()}")
+                f"{self.tile.label()}" + ("" if self.layout == "bhnd" else f"|{self.layout}"))
 
 
 def cases(quick: bool = False) -> list:
@@ -53,9 +54,10 @@ def cases(quick: bool = False) -> list:
     out = []
     dtypes = ["float16", "bfloat16"]
     small = [Shape(1, 4, 2, n, 64) for n in (1, 31, 77, 130)]
-    gqa = [Shape(2, g * 2, 2, 200, d) for g in (1, 2, 4, 8) for d in (64, 128)]
+    gqa = [Shape(2, g * 2, 2, 200, d) for g in range(1, 9) for d in (64, 128)]     # every group size 1 to 8
+    odd = [Shape(1, 6, 3, n, 128) for n in (333, 1023)]                              # odd, ragged last blocks
     large = [Shape(HEADLINE.B, HEADLINE.H, HEADLINE.H_kv, n, HEADLINE.D) for n in ((1024,) if quick else (1024, 4096))]
-    shapes = small + gqa + large
+    shapes = small + gqa + odd + large
     for name, st in STAGES.items():
         for sh in shapes:
             for dt in dtypes:
@@ -71,6 +73,10 @@ def cases(quick: bool = False) -> list:
                 out.append(Case(name, sw, Shape(**{**HEADLINE.as_dict(), "dtype": dt, "causal": causal}), Tile()))
     tiles = [Tile(16, 16, 4, 3), Tile(32, 64, 4, 3), Tile(64, 32, 4, 3), Tile(64, 64, 4, 3), Tile(64, 64, 8, 3),
              Tile(128, 64, 8, 3), Tile(128, 128, 8, 2), Tile(64, 128, 4, 2), Tile(32, 32, 4, 2), Tile(32, 32, 4, 4)]
+    for name, st in STAGES.items():               # non-contiguous inputs, for the stages that take any strides
+        if "const_strides" not in st.switches:
+            for causal in (True, False):
+                out.append(Case(name, st.switches, Shape(2, 4, 2, 200, 64, "float16", causal), Tile(), "bnhd"))
     ws = stage_adding("warp_specialize")           # other tiles: around warp specialization, and the final stage
     for name in dict.fromkeys((previous_stage(ws), ws, FINAL)):
         for t in tiles:
@@ -99,6 +105,8 @@ def run_case(case: Case, device: str = "cuda") -> dict:
                num_stages=t.num_stages, seed=seed, note="")
     g = torch.Generator(device=device).manual_seed(seed)
     q, k, v = s.tensors(device=device, generator=g)
+    if case.layout == "bnhd":                      # the same values, in (B, N, H, D) memory: strided rows
+        q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
     ref = reference_attention(q, k, v, causal=s.causal)
     verdicts = []
     try:
