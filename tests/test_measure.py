@@ -306,3 +306,19 @@ def test_the_gpu_grid_holds_every_group_size_odd_lengths_and_strided_inputs():
     case = verify.Case("v3", STAGES["v3"].switches, Shape(1, 2, 1, 24, 16, "float16", True), Tile(), "bnhd")
     row = verify.run_case(case, "cpu")
     assert row["status"] == "ok" and case.key.endswith("|bnhd")
+
+
+def test_a_run_reaches_data_only_sealed(tmp_path):
+    """publish: the staging folder is sealed, then appears in data/ whole (an empty folder made for the output is
+    replaced); an existing run is never overwritten; nothing is left in staging."""
+    staging, data = tmp_path / "staging" / "run-a", tmp_path / "data" / "run-a"
+    (staging / "bench-x").mkdir(parents=True)
+    (staging / "bench-x" / "timings.csv").write_text("key\n1\n")
+    data.mkdir(parents=True)                                    # what Snakemake makes before the job
+    checksums.publish(staging, data)
+    assert (data / "SHA256SUMS").exists() and not staging.exists()
+    assert [p.name for p in checksums.verify(data)] == ["timings.csv"]
+    (staging / "bench-x").mkdir(parents=True)
+    (staging / "bench-x" / "timings.csv").write_text("key\n2\n")
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        checksums.publish(staging, data)

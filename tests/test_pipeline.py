@@ -56,7 +56,8 @@ def test_dry_run_measure_tier():
     j = jobs(proc.stdout)
     assert j["bench"] == 6 and j["profile"] == j["verify_gpu"] == j["ceilings"] == j["seal_run"] == 1
     assert j["compile"] == j["timer_check"] == 1
-    assert "data/nvidia-h200/run-dryrun/bench-tiles/timings.csv" in proc.stdout
+    assert "results/staging/nvidia-h200/run-dryrun/bench-tiles/timings.csv" in proc.stdout
+    assert "data/nvidia-h200/run-dryrun/SHA256SUMS" in proc.stdout       # data/ gets the run only when sealed
 
 
 @pytest.mark.parametrize("config, message", [

@@ -17,6 +17,7 @@ bench_plan.check_plan(config["plan"])  # a bad plan fails here, in a dry run, no
 PY = shlex.quote(sys.executable)  # the interpreter running Snakemake runs every script (quoted: paths with spaces)
 GPU = config["gpu"]
 DATA = f"data/{GPU}"
+STAGING = f"results/staging/{GPU}"  # a run being measured; it moves into DATA when sealed
 PLAN = config["plan"]
 KERNEL_SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").glob("*.py"))  # edit one: rebuild, re-verify
 ENV = "../../environment.yml"  # the conda environment of every rule (versions pinned in pyproject.toml)
@@ -33,7 +34,7 @@ def run_seals():
     """The SHA256SUMS of every run the paper is built from: the committed, sealed runs data/<gpu>/run-*/, plus the
     new run when measuring (runs timed before the kernel timer are archived in data/<gpu>/history/ and never read).
     An unsealed (unfinished) run folder is an error, not silently skipped."""
-    runs = sorted(p for p in (ROOT / DATA).glob("run-*") if p.is_dir())
+    runs = sorted(p for p in (ROOT / DATA).glob("run-*") if p.is_dir() and any(p.iterdir()))  # empty: nothing
     if config["measure"]:
         if not config["run"]:
             raise ValueError("measure: true needs the new run's folder name: --config run=run-<name>")

@@ -1,10 +1,11 @@
 # The GPU tier: only asked for when config measure is true (run_seals() then names the new run's SHA256SUMS).
+# Every step writes into a staging folder (STAGING/<run>); the seal moves it into data/ whole, sealed.
 # Each GPU job declares gpu=1 and runs under gpu_pin.py, which gives it a GPU of its own: with
 # --resources gpu=N the sets spread over N GPUs, and timing and profiling never share one.
 # Order: verify_gpu and compile (which compile, but time nothing) finish before any job that times starts, so that
 # no compilation ever runs beside a timing on a machine with several GPUs.
-BEFORE_TIMING = [f"{DATA}/{{run}}/verify/correctness.csv", f"{DATA}/{{run}}/compile/compiled.csv"]
-PLAN_FILE = f"{DATA}/{{run}}/plan.yaml"
+BEFORE_TIMING = [f"{STAGING}/{{run}}/verify/correctness.csv", f"{STAGING}/{{run}}/compile/compiled.csv"]
+PLAN_FILE = f"{STAGING}/{{run}}/plan.yaml"
 
 
 localrules:
@@ -29,9 +30,9 @@ rule compile:
     input:
         plan=PLAN_FILE,
     output:
-        f"{DATA}/{{run}}/compile/compiled.csv",
+        f"{STAGING}/{{run}}/compile/compiled.csv",
     log:
-        f"{DATA}/{{run}}/compile/compile.log",
+        f"{STAGING}/{{run}}/compile/compile.log",
     threads: 8
     resources:
         gpu=1,
@@ -50,9 +51,9 @@ rule bench:
         BEFORE_TIMING,
         plan=PLAN_FILE,
     output:
-        f"{DATA}/{{run}}/bench-{{set}}/timings.csv",
+        f"{STAGING}/{{run}}/bench-{{set}}/timings.csv",
     log:
-        f"{DATA}/{{run}}/bench-{{set}}/bench.log",
+        f"{STAGING}/{{run}}/bench-{{set}}/bench.log",
     threads: 8
     resources:
         gpu=1,
@@ -72,12 +73,12 @@ rule profile:
         BEFORE_TIMING,
         plan=PLAN_FILE,
     output:
-        csv=f"{DATA}/{{run}}/profile/ncu.csv",
-        report=f"{DATA}/{{run}}/profile/profile.ncu-rep.gz",
-        duration=f"{DATA}/{{run}}/profile/ncu_duration.csv",
-        premise=f"{DATA}/{{run}}/profile/ncu_premise.csv",
+        csv=f"{STAGING}/{{run}}/profile/ncu.csv",
+        report=f"{STAGING}/{{run}}/profile/profile.ncu-rep.gz",
+        duration=f"{STAGING}/{{run}}/profile/ncu_duration.csv",
+        premise=f"{STAGING}/{{run}}/profile/ncu_premise.csv",
     log:
-        f"{DATA}/{{run}}/profile/profile.log",
+        f"{STAGING}/{{run}}/profile/profile.log",
     resources:
         gpu=1,
     params:
@@ -95,9 +96,9 @@ rule timer_check:
         BEFORE_TIMING,
         plan=PLAN_FILE,
     output:
-        f"{DATA}/{{run}}/timer_check/timer_check.csv",
+        f"{STAGING}/{{run}}/timer_check/timer_check.csv",
     log:
-        f"{DATA}/{{run}}/timer_check/timer_check.log",
+        f"{STAGING}/{{run}}/timer_check/timer_check.log",
     resources:
         gpu=1,
     params:
@@ -114,9 +115,9 @@ rule ceilings:
     input:
         BEFORE_TIMING,
     output:
-        f"{DATA}/{{run}}/ceilings/ceilings.csv",
+        f"{STAGING}/{{run}}/ceilings/ceilings.csv",
     log:
-        f"{DATA}/{{run}}/ceilings/ceilings.log",
+        f"{STAGING}/{{run}}/ceilings/ceilings.log",
     resources:
         gpu=1,
     params:
@@ -133,7 +134,7 @@ rule theory:
     input:
         plan=PLAN_FILE,
     output:
-        f"{DATA}/{{run}}/theory.csv",
+        f"{STAGING}/{{run}}/theory.csv",
     log:
         "logs/theory/{run}.log",
     params:
@@ -145,24 +146,26 @@ rule theory:
 
 
 rule seal_run:
-    """Checksums of everything the run measured; verified whenever the data is read."""
+    """Checksums of everything the run measured, written in the staging folder, which then moves into data/ in one
+    rename: a run folder appears in data/ only sealed. Verified whenever the data is read."""
     input:
-        expand(f"{DATA}/{{{{run}}}}/bench-{{set}}/timings.csv", set=bench_plan.SETS),
-        f"{DATA}/{{run}}/profile/ncu.csv",
-        f"{DATA}/{{run}}/profile/ncu_duration.csv",
-        f"{DATA}/{{run}}/profile/ncu_premise.csv",
-        f"{DATA}/{{run}}/timer_check/timer_check.csv",
-        f"{DATA}/{{run}}/compile/compiled.csv",
-        f"{DATA}/{{run}}/verify/correctness.csv",
-        f"{DATA}/{{run}}/ceilings/ceilings.csv",
-        f"{DATA}/{{run}}/theory.csv",
+        expand(f"{STAGING}/{{{{run}}}}/bench-{{set}}/timings.csv", set=bench_plan.SETS),
+        f"{STAGING}/{{run}}/profile/ncu.csv",
+        f"{STAGING}/{{run}}/profile/ncu_duration.csv",
+        f"{STAGING}/{{run}}/profile/ncu_premise.csv",
+        f"{STAGING}/{{run}}/timer_check/timer_check.csv",
+        f"{STAGING}/{{run}}/compile/compiled.csv",
+        f"{STAGING}/{{run}}/verify/correctness.csv",
+        f"{STAGING}/{{run}}/ceilings/ceilings.csv",
+        f"{STAGING}/{{run}}/theory.csv",
     output:
         f"{DATA}/{{run}}/SHA256SUMS",
     log:
         "logs/seal/{run}.log",
     params:
         py=PY,
+        staging=lambda wc: f"{STAGING}/{wc.run}",
     conda:
         ENV
     shell:
-        "{params.py} workflow/scripts/checksums.py write $(dirname {output}) > {log} 2>&1"
+        "{params.py} workflow/scripts/checksums.py publish {params.staging} $(dirname {output}) > {log} 2>&1"

@@ -22,9 +22,9 @@ rule verify_cpu:
 rule verify_gpu:
     """The correctness grid on the GPU: every stage and ablation, fp16 and bf16, long sequences, other tiles."""
     output:
-        f"{DATA}/{{run}}/verify/correctness.csv",
+        f"{STAGING}/{{run}}/verify/correctness.csv",
     log:
-        f"{DATA}/{{run}}/verify/verify.log",
+        f"{STAGING}/{{run}}/verify/verify.log",
     threads: 8
     resources:
         gpu=1,

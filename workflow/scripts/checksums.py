@@ -3,6 +3,8 @@ whenever the data is read."""
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -61,7 +63,31 @@ def verify(folder: Path) -> list:
     return [folder / name for name in entries]
 
 
+def publish(staging: Path, dest: Path) -> Path:
+    """Seal a finished run in its staging folder and move it to dest in one rename (on the same file system), so
+    that dest exists only complete and sealed. Refuses an existing dest."""
+    staging, dest = Path(staging), Path(dest)
+    if dest.is_dir() and not any(dest.iterdir()):
+        dest.rmdir()                                     # the empty folder Snakemake makes for the output
+    if dest.exists():
+        raise FileExistsError(f"{dest} exists: a finished run is never overwritten; choose another run name")
+    write(staging)
+    verify(staging)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.incoming")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    shutil.copytree(staging, tmp)                        # staging may be on another file system
+    verify(tmp)
+    os.rename(tmp, dest)
+    shutil.rmtree(staging)
+    return dest / NAME
+
+
 if __name__ == "__main__":
     cmd, folder = sys.argv[1], Path(sys.argv[2])
-    write(folder) if cmd == "write" else verify(folder)
-    print(f"{cmd}: {folder} ok")
+    if cmd == "publish":
+        print(f"publish: {publish(folder, Path(sys.argv[3]))}")
+    else:
+        write(folder) if cmd == "write" else verify(folder)
+        print(f"{cmd}: {folder} ok")
