@@ -110,8 +110,11 @@ def test_report_holds_every_figure(built, tmp_path):
     proc = snakemake("--report", str(out), "--cores", "1")
     assert proc.returncode == 0, proc.stderr[-2000:]
     html = out.read_text(errors="ignore")
-    for name in ("stage_times", "ncu_panels", "n_sweep", "tile_heatmap", "ablation", "qwen3", "stage_waterfall"):
+    for name in ("stage_times", "ncu_panels", "n_sweep", "tile_heatmap", "ablation", "qwen3", "stage_waterfall",
+                 "timer_check", "launch_cost"):
         assert f"{name}.png" in html
+    for name in ("claims.csv", "paper.pdf", "stages.tex", "claims.tex", "crosscheck.tex", "launch_cost.tex"):
+        assert name in html, f"the report lacks {name}"
 
 
 def test_verdicts_follow_the_data(built, tmp_path):

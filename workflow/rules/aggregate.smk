@@ -58,7 +58,7 @@ rule claims:
         components="data/article/components.csv",
         article_data=["data/article/timings.csv", "data/article/ncu.csv"],
     output:
-        claims=f"{AGG}/claims.csv",
+        claims=report(f"{AGG}/claims.csv", category="Claims", caption="../report/claims.rst"),
         slips=f"{AGG}/slips.csv",
     log:
         "logs/claims.log",

@@ -8,12 +8,12 @@ rule tables:
         headline=rules.aggregate.output.headline,
         seals=run_seals(),
     output:
-        stages="results/tables/stages.tex",
-        claims="results/tables/claims.tex",
-        slips="results/tables/slips.tex",
-        environment="results/tables/environment.tex",
-        crosscheck="results/tables/crosscheck.tex",
-        launch_cost="results/tables/launch_cost.tex",
+        stages=report("results/tables/stages.tex", category="Tables", caption="../report/table.rst"),
+        claims=report("results/tables/claims.tex", category="Tables", caption="../report/table.rst"),
+        slips=report("results/tables/slips.tex", category="Tables", caption="../report/table.rst"),
+        environment=report("results/tables/environment.tex", category="Tables", caption="../report/table.rst"),
+        crosscheck=report("results/tables/crosscheck.tex", category="Tables", caption="../report/table.rst"),
+        launch_cost=report("results/tables/launch_cost.tex", category="Tables", caption="../report/table.rst"),
     log:
         "logs/tables.log",
     params:
@@ -62,7 +62,7 @@ rule paper:
         macros=rules.macros.output,
         verify="results/verify/cpu/correctness.csv",
     output:
-        "results/paper.pdf",
+        report("results/paper.pdf", category="Paper", caption="../report/paper.rst"),
     log:
         "logs/paper.log",
     conda:
