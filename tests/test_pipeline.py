@@ -159,3 +159,11 @@ def test_a_bad_plan_fails_in_the_dry_run(tmp_path, override, message):
     extra.write_text(yaml.safe_dump(override))
     proc = snakemake("-n", "--cores", "1", "--configfile", "config/config.yaml", str(extra))
     assert proc.returncode != 0 and message in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-1500:]
+
+
+def test_the_slurm_profile_refuses_its_placeholders():
+    proc = snakemake("-n", "--profile", "profiles/slurm")
+    assert proc.returncode != 0 and "CHANGE-ME placeholders" in proc.stdout + proc.stderr
+    proc = snakemake("-n", "--profile", "profiles/slurm", "--default-resources", "slurm_partition=p",
+                     "slurm_account=a", "runtime=30", "mem_mb=2000", "cpus_per_task=1")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-1500:]

@@ -64,3 +64,17 @@ def run_data_files():
             files += [f"{Path(seal).parent}/{line.split('  ', 1)[1]}" for line in sums.read_text().splitlines()
                       if "  " in line]
     return files
+
+
+def _refuse_placeholders():
+    """The SLURM profile ships CHANGE-ME where the cluster's partition and account go: refuse to run until they are
+    set, saying where."""
+    defaults = getattr(getattr(workflow, "resource_settings", None), "default_resources", None)
+    text = " ".join(getattr(defaults, "args", None) or []) if defaults is not None else ""
+    if "CHANGE-ME" in text:
+        raise ValueError("the SLURM profile still has CHANGE-ME placeholders (slurm_partition, slurm_account): set "
+                         "your cluster's partition and account in profiles/slurm/config.yaml, or pass "
+                         "--default-resources slurm_partition=<p> slurm_account=<a>")
+
+
+_refuse_placeholders()
