@@ -40,6 +40,7 @@ from kernels.stages import BASELINE, STAGES  # noqa: E402
 
 import bench_plan  # noqa: E402
 import gpu_env  # noqa: E402
+import partial_csv  # noqa: E402
 import kernel_timer  # noqa: E402
 
 ROW_KEYS = list(bench_plan.Entry("", "triton", BASELINE, bench_plan.HEADLINE, bench_plan.Tile()).row())
@@ -204,16 +205,7 @@ def compile_only(entries, workers: int, out_csv: Path, log=print) -> None:
 
 
 def read_rows(path: Path) -> list:
-    """The rows of a partial timings file; an empty file (killed before its header was written) holds none, and
-    a file with another header is refused."""
-    if not path.exists() or path.stat().st_size == 0:
-        return []
-    with open(path) as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames != COLUMNS:
-            raise ValueError(f"{path} has the columns {reader.fieldnames}, not this bench's {COLUMNS}: it comes "
-                             f"from another version of bench.py; move it away to start this set again")
-        return list(reader)
+    return partial_csv.read_rows(path, COLUMNS, "bench.py")
 
 
 def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:

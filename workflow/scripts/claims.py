@@ -49,7 +49,7 @@ VERDICTS = ("holds", "partly", "does not hold", "not testable here", "not measur
 
 
 def parse_variant(spec: str) -> tuple:
-    """'v7@64x64' -> ('v7', 64, 64); 'v7' -> ('v7', None, None)."""
+    """'<variant>@<BM>x<BN>' -> (variant, BM, BN); a variant alone -> (variant, None, None)."""
     if "@" in spec:
         variant, tile = spec.split("@")
         bm, bn = tile.split("x")

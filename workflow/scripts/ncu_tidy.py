@@ -95,37 +95,42 @@ def tidy(report: Path, order: list) -> list:
     """Rows for every kernel in the report. `order` lists the keys of the profiled entries in launch order; a
     kernel is matched to its entry by NVTX range, else by position."""
     ncu_report = import_ncu_report()
-    by_key = {k: describe(k) for k in order}
-    rows, n, seen = [], 0, set()
+    rows, seen = [], set()
+    for n, (action, names) in enumerate(_actions(ncu_report, report, order)):
+        key = names[-1] if names else (order[n] if n < len(order) else f"kernel-{n}")
+        base = {**describe(key), "kernel": action.name()}
+        for name in action.metric_names():
+            if BREAKDOWN.match(name):
+                continue
+            m = action.metric_by_name(name)
+            unit = m.unit()
+            inst = m.num_instances() if hasattr(m, "num_instances") else 0
+            if inst and m.has_correlation_ids():
+                if inst > MAX_INSTANCES:
+                    continue
+                ids = m.correlation_ids()
+                values = [(ids.as_string(i), _number(m, ncu_report, i)) for i in range(inst)]
+            else:
+                values = [("", _number(m, ncu_report))]
+            for instance, v in values:
+                ident = (key, base["kernel"], name, instance)
+                if v is not None and ident not in seen:
+                    seen.add(ident)
+                    rows.append({**base, "metric": name, "instance": instance, "value": v, "unit": unit})
+    return rows
+
+
+def _actions(ncu_report, report: Path, order: list):
+    """Every profiled kernel of the report, in order, with the names of the profiled entries whose NVTX ranges
+    hold it."""
+    keys = set(order)
     with _plain(Path(report)) as plain:
         ctx = ncu_report.load_report(str(plain))
         for r in range(ctx.num_ranges()):
             rng = ctx.range_by_idx(r)
             for a in range(rng.num_actions()):
                 action = rng.action_by_idx(a)
-                names = [x for x in _nvtx_names(action) if x in by_key]
-                key = names[-1] if names else (order[n] if n < len(order) else f"kernel-{n}")
-                n += 1
-                base = {**by_key.get(key, describe(key)), "kernel": action.name()}
-                for name in action.metric_names():
-                    if BREAKDOWN.match(name):
-                        continue
-                    m = action.metric_by_name(name)
-                    unit = m.unit()
-                    inst = m.num_instances() if hasattr(m, "num_instances") else 0
-                    if inst and m.has_correlation_ids():
-                        if inst > MAX_INSTANCES:
-                            continue
-                        ids = m.correlation_ids()
-                        values = [(ids.as_string(i), _number(m, ncu_report, i)) for i in range(inst)]
-                    else:
-                        values = [("", _number(m, ncu_report))]
-                    for instance, v in values:
-                        ident = (key, base["kernel"], name, instance)
-                        if v is not None and ident not in seen:
-                            seen.add(ident)
-                            rows.append({**base, "metric": name, "instance": instance, "value": v, "unit": unit})
-    return rows
+                yield action, [x for x in _nvtx_names(action) if x in keys]
 
 
 DURATION = "gpu__time_duration.sum"
@@ -135,30 +140,23 @@ DURATION_COLUMNS = ["key", "impl", "variant", "stage", "kernel", "index", "durat
 def durations(report: Path, order: list) -> list:
     """One row per profiled kernel: its entry, its position among the entry's kernels, gpu__time_duration in ns."""
     ncu_report = import_ncu_report()
-    by_key = {k: describe(k) for k in order}
     rows, count = [], {}
-    with _plain(Path(report)) as plain:
-        ctx = ncu_report.load_report(str(plain))
-        for r in range(ctx.num_ranges()):
-            rng = ctx.range_by_idx(r)
-            for a in range(rng.num_actions()):
-                action = rng.action_by_idx(a)
-                names = [x for x in _nvtx_names(action) if x in by_key]
-                if not names:
-                    raise ValueError(f"{report}: kernel {action.name()} is in no profiled entry's NVTX range")
-                key = names[-1]
-                m = action.metric_by_name(DURATION)
-                if m is None:
-                    raise ValueError(f"{report}: {DURATION} missing for {key}")
-                value = _number(m, ncu_report)
-                unit = m.unit()
-                scale = {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9,
-                         "second": 1e9}.get(unit)
-                if scale is None:
-                    raise ValueError(f"{report}: {DURATION} in an unknown unit {unit!r}")
-                rows.append({**by_key[key], "kernel": action.name(), "index": count.get(key, 0),
-                             "duration_ns": value * scale})
-                count[key] = count.get(key, 0) + 1
+    for action, names in _actions(ncu_report, report, order):
+        if not names:
+            raise ValueError(f"{report}: kernel {action.name()} is in no profiled entry's NVTX range")
+        key = names[-1]
+        m = action.metric_by_name(DURATION)
+        if m is None:
+            raise ValueError(f"{report}: {DURATION} missing for {key}")
+        value = _number(m, ncu_report)
+        unit = m.unit()
+        scale = {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9,
+                 "second": 1e9}.get(unit)
+        if scale is None:
+            raise ValueError(f"{report}: {DURATION} in an unknown unit {unit!r}")
+        rows.append({**describe(key), "kernel": action.name(), "index": count.get(key, 0),
+                     "duration_ns": value * scale})
+        count[key] = count.get(key, 0) + 1
     return rows
 
 

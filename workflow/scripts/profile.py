@@ -58,44 +58,35 @@ def _gzip(rep: Path, log) -> None:
     log(f"profile: report kept as {rep.name}.gz")
 
 
+def _pass(out: Path, name: str, csv_name: str, mode: str, ncu_args: list, target_args: list, log) -> None:
+    """One Nsight pass: run it (unless its report is there), read the report into csv_name, keep it gzipped; skipped
+    when csv_name exists (an interrupted step resumes at the reading)."""
+    rep, order, csv_path = out / f"{name}.ncu-rep", out / f"{name}_order.json", out / csv_name
+    if csv_path.exists():
+        log(f"profile: {csv_name} already done")
+        return
+    if not rep.exists():
+        _ncu([*ncu_args, "-o", str(rep.with_suffix(""))], [*target_args, "--order", str(order)], log)
+    _tidy(mode, rep, order, csv_path, log)
+    _gzip(rep, log)
+
+
 def profile(cfg_path: Path, out: Path, log=print) -> None:
     import bench_plan
 
     cfg = bench_plan.load_config(cfg_path)
-    launches = int(cfg["profile"]["duration_launches"])
-    rep, order, csv_path = out / "profile.ncu-rep", out / "profile_order.json", out / "ncu.csv"
-    if csv_path.exists():
-        log("profile: full set already done")
-    else:
-        if not rep.exists():
-            _ncu(["--set", "full", "-o", str(rep.with_suffix(""))],
-                 ["--config", str(cfg_path), "--order", str(order)], log)
-        _tidy("full", rep, order, csv_path, log)
-        _gzip(rep, log)
-    rep, order, csv_path = out / "duration.ncu-rep", out / "duration_order.json", out / "ncu_duration.csv"
-    if csv_path.exists():
-        log("profile: durations already done")
-    else:
-        if not rep.exists():
-            _ncu(["--metrics", "gpu__time_duration.sum", "-o", str(rep.with_suffix(""))],
-                 ["--config", str(cfg_path), "--order", str(order), "--launches", str(launches)], log)
-        _tidy("duration", rep, order, csv_path, log)
-        _gzip(rep, log)
+    target = ["--config", str(cfg_path)]
+    _pass(out, "profile", "ncu.csv", "full", ["--set", "full"], target, log)
+    _pass(out, "duration", "ncu_duration.csv", "duration", ["--metrics", "gpu__time_duration.sum"],
+          [*target, "--launches", str(int(cfg["profile"]["duration_launches"]))], log)
     premise = cfg["profile"].get("premise")
-    rep, order, csv_path = out / "premise.ncu-rep", out / "premise_order.json", out / "ncu_premise.csv"
     if not premise:
         import ncu_tidy
-        ncu_tidy.write([], csv_path)                     # the step's declared output, with no rows
+        ncu_tidy.write([], out / "ncu_premise.csv")       # the step's declared output, with no rows
         log("profile: no premise entries asked for")
         return
-    if csv_path.exists():
-        log("profile: premise entries already done")
-        return
-    if not rep.exists():
-        _ncu(["--metrics", ",".join(premise["metrics"]), "-o", str(rep.with_suffix(""))],
-             ["--config", str(cfg_path), "--order", str(order), "--entries", "premise"], log)
-    _tidy("full", rep, order, csv_path, log)
-    _gzip(rep, log)
+    _pass(out, "premise", "ncu_premise.csv", "full", ["--metrics", ",".join(premise["metrics"])],
+          [*target, "--entries", "premise"], log)
 
 
 def main(argv=None) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 
 import gpu_env  # noqa: E402
+import partial_csv  # noqa: E402
 
 from kernels.shapes import HEADLINE, Shape  # noqa: E402
 from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, extended, leave_one_out,  # noqa: E402
@@ -128,16 +129,7 @@ def run_case(case: Case, device: str = "cuda") -> dict:
 
 
 def read_rows(path: Path) -> list:
-    """The rows of a partial file; an empty one (killed before its header was written) holds none, and a file with
-    another header is refused."""
-    if not path.exists() or path.stat().st_size == 0:
-        return []
-    with open(path) as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames != COLUMNS:
-            raise ValueError(f"{path} has the columns {reader.fieldnames}, not {COLUMNS}: it comes from another "
-                             f"version of verify.py; move it away to start again")
-        return list(reader)
+    return partial_csv.read_rows(path, COLUMNS, "verify.py")
 
 
 def latest(rows: list) -> dict:
