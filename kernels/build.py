@@ -33,7 +33,7 @@ from .launcher import TileNotSupportedError, _compile_failure, plan_launch
 from .flash_fwd import _attn_fwd
 from .gpus import ARCHS, blocks_per_sm
 from .shapes import HEADLINE, Shape
-from .stages import STAGES, Tile, named_variants, resolve_variant, stage_of, switches_label
+from .stages import STAGES, Tile, default_tile, named_variants, resolve_variant, stage_of, switches_label
 
 NVIDIA_BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
@@ -134,9 +134,11 @@ def inspect(kernel, arch: int, tile: Tile, outdir: Path) -> dict:
 
 
 def build(names, archs, tiles, out: Path, shape: Shape = HEADLINE, log=print) -> list:
-    """Compile every variant x arch x tile; return tidy rows (a failed compile is a row too, with the reason)."""
+    """Compile every variant x arch x tile (tiles None: each variant at its own default tile); return tidy rows (a
+    failed compile is a row too, with the reason)."""
     rows = []
-    jobs = [(n, a, t) for n in names for a in archs for t in tiles]
+    jobs = [(n, a, t) for n in names for a in archs
+            for t in (tiles or [default_tile(resolve_variant(n), shape.D)])]
     for i, (name, arch, tile) in enumerate(jobs, 1):
         switches = resolve_variant(name)
         base = dict(variant=name, stage=stage_of(switches) or "", switches=switches_label(switches), arch=arch,
@@ -175,7 +177,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", nargs="+", default=list(STAGES),
                     help="stage names, ablation names (v7-exp2, v0+grid_order) or switch labels; 'all' for every one")
     ap.add_argument("--archs", nargs="+", type=int, default=[90, 86, 89, 120], choices=sorted(ARCHS))
-    ap.add_argument("--tiles", nargs="+", type=parse_tile, default=[Tile()])
+    ap.add_argument("--tiles", nargs="+", type=parse_tile, default=None,
+                    help="tiles as BMxBNwWARPSsSTAGES (default: each variant's own, kernels.stages.default_tile)")
     ap.add_argument("--shape", default=",".join(str(x) for x in list(HEADLINE.as_dict().values())[:5]),
                     help="B,H,H_kv,N,D (default: the headline shape)")
     ap.add_argument("--dtype", default=HEADLINE.dtype, choices=["float16", "bfloat16"])

@@ -53,26 +53,30 @@ import triton.language as tl
 
 
 @triton.jit
-def _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+def _kv_steps(acc, l_i, m_i, q, k_src, v_src, stride_kn, stride_kd, stride_vn, stride_vd,
               offs_m, lo, hi, N, qk_scale,
               MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
-              PRESCALE_Q: tl.constexpr):
+              PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr):
     """Steps over the key/value blocks [lo, hi), updating (acc, l_i, m_i).
 
     MASKED: mask keys past N and, if causal, keys after the query row. Unmasked steps load without bounds checks.
+    k_src, v_src: this head's K and V, as pointers, or with USE_TMA as tensor descriptors of (N, HEAD_DIM) whose
+    loads fill rows past N with zeros.
     """
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd  # K^T tile, (HEAD_DIM, BLOCK_N)
-        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd  # V tile, (BLOCK_N, HEAD_DIM)
-        if MASKED:
-            k = tl.load(k_ptrs, mask=offs_n[None, :] < N, other=0.0)
+        if USE_TMA:
+            k = k_src.load([start_n, 0]).T                                            # K^T tile, (HEAD_DIM, BLOCK_N)
         else:
-            k = tl.load(k_ptrs)
+            k_ptrs = k_src + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd  # K^T tile, (HEAD_DIM, BLOCK_N)
+            if MASKED:
+                k = tl.load(k_ptrs, mask=offs_n[None, :] < N, other=0.0)
+            else:
+                k = tl.load(k_ptrs)
         s = tl.dot(q, k)
         if MASKED:
             keep = offs_n[None, :] < N
@@ -91,10 +95,14 @@ def _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn,
         else:
             p = tl.exp(x)
             alpha = tl.exp(m_i - m_new)
-        if MASKED:
-            v = tl.load(v_ptrs, mask=offs_n[:, None] < N, other=0.0)
+        if USE_TMA:
+            v = v_src.load([start_n, 0])
         else:
-            v = tl.load(v_ptrs)
+            v_ptrs = v_src + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd  # V tile, (BLOCK_N, HEAD_DIM)
+            if MASKED:
+                v = tl.load(v_ptrs, mask=offs_n[:, None] < N, other=0.0)
+            else:
+                v = tl.load(v_ptrs)
         p_lo = p.to(v.dtype)
         if NO_EXTRA_CASTS:
             l_i = l_i * alpha + tl.sum(p, 1)
@@ -116,13 +124,20 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_CAUSAL: tl.constexpr,
               Q_BLOCKS_ON_AXIS0: tl.constexpr, CAUSAL_SKIP: tl.constexpr, TWO_PHASE: tl.constexpr,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
-              CONST_STRIDES: tl.constexpr, PRESCALE_Q: tl.constexpr):
+              CONST_STRIDES: tl.constexpr, PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr,
+              HEAVY_FIRST: tl.constexpr):
     if Q_BLOCKS_ON_AXIS0:
         start_m = tl.program_id(0)
         off_bh = tl.program_id(1)
+        n_blocks = tl.num_programs(0)
     else:
         off_bh = tl.program_id(0)
         start_m = tl.program_id(1)
+        n_blocks = tl.num_programs(1)
+    if HEAVY_FIRST:
+        # Causal work grows with the query block: launch the last (longest) blocks first, so that the short ones
+        # fill the gaps at the end instead of a long one running alone.
+        start_m = n_blocks - 1 - start_m
     if CONST_STRIDES:
         stride_qn = HEAD_DIM
         stride_kn = HEAD_DIM
@@ -144,7 +159,19 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m[:, None] < N
-    q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
+    if USE_TMA:
+        # Tensor descriptors of this head's (N, HEAD_DIM) matrices: the loads are TMA copies into shared memory,
+        # rows past N read as zeros, and stores past N are dropped. The host has checked the 16-byte alignments.
+        k_src = tl.make_tensor_descriptor(k_base, shape=[N, HEAD_DIM], strides=[stride_kn, 1],
+                                          block_shape=[BLOCK_N, HEAD_DIM])
+        v_src = tl.make_tensor_descriptor(v_base, shape=[N, HEAD_DIM], strides=[stride_vn, 1],
+                                          block_shape=[BLOCK_N, HEAD_DIM])
+        q = tl.make_tensor_descriptor(q_base, shape=[N, HEAD_DIM], strides=[stride_qn, 1],
+                                      block_shape=[BLOCK_M, HEAD_DIM]).load([start_m * BLOCK_M, 0])
+    else:
+        k_src = k_base
+        v_src = v_base
+        q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
     if PRESCALE_Q:
         q = (q * qk_scale).to(q.dtype)
 
@@ -164,17 +191,20 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
         else:
             # Only a ragged last block needs the mask (keys past N).
             split = N // BLOCK_N * BLOCK_N
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, split, N, qk_scale, False, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q)
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA)
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, split, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q)
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA)
     else:
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q)
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA)
 
-    out = acc / l_i[:, None]
-    tl.store(o_base + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od, out.to(Out.dtype.element_ty),
-             mask=row_ok)
+    out = (acc / l_i[:, None]).to(Out.dtype.element_ty)
+    if USE_TMA:
+        tl.make_tensor_descriptor(o_base, shape=[N, HEAD_DIM], strides=[stride_on, 1],
+                                  block_shape=[BLOCK_M, HEAD_DIM]).store([start_m * BLOCK_M, 0], out)
+    else:
+        tl.store(o_base + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od, out, mask=row_ok)

@@ -111,6 +111,22 @@ def check_rows_contiguous(stage_label: str, **tensors: torch.Tensor) -> None:
                              f"pass {name}.contiguous(), or use a stage without const_strides")
 
 
+TMA_ALIGN = 16  # bytes: a TMA descriptor's base address and every stride but the last are multiples of this
+
+
+def check_tma(stage_label: str, **tensors: torch.Tensor) -> None:
+    """For TMA descriptors: each tensor's last stride is 1, its other strides are positive multiples of 16 bytes, and
+    its data starts on a 16-byte boundary (so that every head's rows do too)."""
+    for name, t in tensors.items():
+        strides = [st * t.element_size() for st, n in zip(t.stride()[:-1], t.shape[:-1]) if n > 1]
+        if t.stride(-1) != 1 or any(st <= 0 or st % TMA_ALIGN for st in strides) or t.data_ptr() % TMA_ALIGN:
+            raise ValueError(f"{stage_label} loads and stores through TMA descriptors, which need {name} to start on "
+                             f"a {TMA_ALIGN}-byte boundary, with stride(-1) = 1 and the other strides positive "
+                             f"multiples of {TMA_ALIGN} bytes; got strides {tuple(t.stride())} at address "
+                             f"{t.data_ptr():#x}; pass {name}.contiguous() (a fresh tensor), or use a variant "
+                             f"without tma")
+
+
 def check_out(out: torch.Tensor, q: torch.Tensor) -> None:
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")

@@ -11,7 +11,7 @@ import triton
 
 from . import inputs
 from .flash_fwd import _attn_fwd
-from .stages import BASELINE, FINAL, ALL_SWITCHES, Tile, check_switches, frozen_switches, get_stage, variant_name
+from .stages import FINAL, ALL_SWITCHES, Tile, check_switches, default_tile, frozen_switches, get_stage, variant_name
 
 LOG2E = math.log2(math.e)
 FP32_MAX, FP32_MIN_NORMAL = 3.4028234663852886e38, 1.1754943508222875e-38
@@ -37,19 +37,19 @@ class Launch:
 
 
 def _stage_or_switches(stage: str | None, switches: Iterable[str] | None) -> tuple:
-    """(label, switches, default tile) for a stage name or an explicit switch subset."""
+    """(label, switches) for a stage name or an explicit switch subset."""
     if switches is not None:
         if stage is not None:
             raise ValueError(f"give a stage or switches, not both (stage={stage!r}, switches={sorted(switches)})")
         switches = check_switches(switches)
-        return variant_name(switches), switches, get_stage(BASELINE).tile
+        return variant_name(switches), switches
     st = get_stage(FINAL if stage is None else stage)
-    return st.name, st.switches, st.tile
+    return st.name, st.switches
 
 
 def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scale=None, **tile) -> Launch:
     """Check everything and return the launch; raises with the problem and the fix on any bad input."""
-    label, switches, default_tile = _stage_or_switches(stage, switches)
+    label, switches = _stage_or_switches(stage, switches)
     B, H, H_kv, N, D = inputs.check_qkv(q, k, v)
     inputs.check_out(out, q)
     inputs.check_grad(q, k, v)
@@ -67,10 +67,12 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         raise ValueError(f"sm_scale={sm_scale!r} is outside what the kernel's float32 scores can carry "
                          f"(scale x log2(e) must be within [{FP32_MIN_NORMAL:.3g}, {FP32_MAX / 4:.3g}]); "
                          f"rescale q instead")
-    t = inputs.check_tile(tile, default_tile)
+    t = inputs.check_tile(tile, default_tile(switches, D))
     if "const_strides" in switches:
         inputs.check_rows_contiguous(label, q=q, k=k, v=v, out=out)
-    on = {sw.kernel_arg: (name in switches) for name, sw in ALL_SWITCHES.items()}
+    if "tma" in switches:
+        inputs.check_tma(label, q=q, k=k, v=v, out=out)
+    on = {sw.kernel_arg: (name in switches) for name, sw in ALL_SWITCHES.items() if sw.kernel_arg}
     n_blocks = triton.cdiv(N, t.block_m)
     grid = (n_blocks, B * H) if on["Q_BLOCKS_ON_AXIS0"] else (B * H, n_blocks)
     if grid[1] > inputs.MAX_GRID_AXIS1:
@@ -98,8 +100,23 @@ def _compile_failure(launch: Launch, err: Exception, detail: str = "") -> TileNo
         f"num_stages={launch.tile.num_stages}): {type(err).__name__}: {reason}. Choose another tile or stage.")
 
 
+def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    """Global memory for the kernel's tensor descriptors (Triton asks for it when a kernel makes descriptors on the
+    device), from PyTorch's caching allocator on the current device (alignment: PyTorch's blocks start on 512
+    bytes, more than Triton's 128)."""
+    return torch.empty(size, dtype=torch.uint8, device="cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _ensure_allocator() -> None:
+    """Give Triton an allocator for descriptor scratch memory, unless the program has set its own."""
+    if isinstance(triton.runtime._allocation._allocator.get(), triton.runtime._allocation.NullAllocator):
+        triton.set_allocator(_scratch)
+
+
 def launch_kernel(launch: Launch):
     """Launch through Triton's JIT (compiling on first use); returns the CompiledKernel (None when interpreting)."""
+    if launch.kwargs.get("USE_TMA"):
+        _ensure_allocator()
     try:
         return _attn_fwd[launch.grid](**launch.kwargs, **launch.options)
     except (triton.CompilationError, triton.runtime.errors.OutOfResources) as err:
@@ -173,12 +190,17 @@ except ImportError:  # a torch built without CUDA
 
 
 def _direct_launcher(kernel) -> tuple | None:
-    """(launch, function, packed metadata, cooperative, pdl) to call Triton's generated C launcher directly, or
-    None when the kernel needs scratch memory that Triton's Python launcher would allocate first."""
+    """(launch, function, packed metadata, cooperative, pdl, global scratch bytes per program) to call Triton's
+    generated C launcher directly, or None when the kernel needs profiler scratch memory or takes host-side tensor
+    descriptors, which Triton's Python launcher prepares."""
     runner = kernel.run
-    if getattr(runner, "global_scratch_size", 1) or getattr(runner, "profile_scratch_size", 1):
+    if getattr(runner, "profile_scratch_size", 1) or getattr(kernel.metadata, "tensordesc_meta", None):
         return None
-    return runner.launch, kernel.function, kernel.packed_metadata, runner.launch_cooperative_grid, runner.launch_pdl
+    scratch = getattr(runner, "global_scratch_size", None)
+    if scratch is None or getattr(runner, "num_ctas", 1) != 1:
+        return None
+    return (runner.launch, kernel.function, kernel.packed_metadata, runner.launch_cooperative_grid, runner.launch_pdl,
+            scratch)
 
 
 def _launch_jit(plan: _Plan, q, k, v, out) -> None:
@@ -219,10 +241,12 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         inputs.check_no_alias(q, k, v, out)            # pointers change from call to call: checked every time
     if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
         # The cached launch: Triton's generated launcher, called directly (see _launch_jit).
-        launch, function, packed, coop, pdl = plan.direct
+        launch, function, packed, coop, pdl, scratch = plan.direct
         g0, g1 = plan.grid
-        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, None, None, packed, None, None, None,
-               q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
+        # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would.
+        scratch = torch.empty(g0 * g1 * scratch, dtype=torch.uint8, device=q.device) if scratch else None
+        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
+               None, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
         return out
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)

@@ -19,7 +19,8 @@ class Switch:
     name: str
     stage: str
     change: str
-    kernel_arg: str  # the tl.constexpr (or host-side flag) that turns it on
+    kernel_arg: str  # the tl.constexpr that turns it on ("" for a switch that only the host sees: a tile choice)
+    replaces: str = ""  # a switch of an earlier stage that this one turns off (its stage and later ones lack it)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,26 @@ SWITCHES: Mapping[str, Switch] = {
     )
 }
 
-# Our own switches beyond the article: not part of any stage v0 ... v7, available to every variant.
+# Our stages beyond the article, on Hopper (sm_90): each adds one switch to the stage before it, in this order. Why
+# each one, and what it should change, is written down before it is measured: data/predictions/stages.csv.
+BEYOND: Mapping[str, Switch] = {
+    s.name: s
+    for s in (
+        Switch("hopper_tile", "v8",
+               "the tile is 64 query rows per warpgroup (64x64, 4 warps, 3 stages), so that tl.dot becomes Hopper's "
+               "warpgroup MMA (HGMMA), and the KV loop is no longer warp-specialized",
+               "", replaces="warp_specialize"),
+        Switch("tma", "v9",
+               "Q, K, V and O move through TMA tensor descriptors (tl.make_tensor_descriptor) instead of pointer "
+               "tiles: no address arithmetic, no bounds masks on the loads",
+               "USE_TMA"),
+        Switch("heavy_first", "v10",
+               "causal: the query blocks are launched in reverse order, the longest (last) ones first",
+               "HEAVY_FIRST"),
+    )
+}
+
+# Our own switches beyond the article: not part of any stage, available to every variant.
 EXTENSIONS: Mapping[str, Switch] = {
     s.name: s
     for s in (
@@ -82,18 +102,28 @@ EXTENSIONS: Mapping[str, Switch] = {
                "PRESCALE_Q"),
     )
 }
-ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **EXTENSIONS}
+ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **EXTENSIONS}
 
 ARTICLE_TILE = Tile()
+HOPPER_TILE = Tile(64, 64, 4, 3)        # one warpgroup of 64 query rows: wgmma's m64
+HOPPER_TILE_D256 = Tile(64, 32, 4, 2)   # D = 256: the K and V stages of 64x64x3 do not fit in 227 KiB
+
+
+def default_tile(switches: Iterable[str], D: int = 128) -> Tile:
+    """The tile a variant runs at unless one is given: the Hopper tile once `hopper_tile` is on, else the article's."""
+    if "hopper_tile" in frozenset(switches):
+        return HOPPER_TILE if D <= 128 else HOPPER_TILE_D256
+    return ARTICLE_TILE
 
 
 def _cumulative_stages() -> dict:
     stages = {"v0": Stage("v0", "baseline: grid (batch*head, query block); full KV loop with the mask; tl.exp",
                           frozenset())}
     on: set = set()
-    for sw in SWITCHES.values():
+    for sw in (*SWITCHES.values(), *BEYOND.values()):
         on.add(sw.name)
-        stages[sw.stage] = Stage(sw.stage, sw.change, frozenset(on))
+        on.discard(sw.replaces)
+        stages[sw.stage] = Stage(sw.stage, sw.change, frozenset(on), default_tile(on))
     return stages
 
 
@@ -102,12 +132,20 @@ STAGES: Mapping[str, Stage] = _cumulative_stages()
 # Roles: what the rest of the artifact names instead of typing a stage. A stage added after the article's last one
 # changes none of them.
 BASELINE = next(iter(STAGES))                 # the article's first stage (v0)
-FINAL = list(STAGES)[-1]                      # the article's last stage (v7)
+FINAL = list(STAGES)[len(SWITCHES)]           # the article's last stage (v7)
+LAST = list(STAGES)[-1]                       # our last stage (the article's, then ours beyond it)
+ARTICLE_STAGES = tuple(STAGES)[:len(SWITCHES) + 1]
+OUR_STAGES = tuple(STAGES)[len(SWITCHES) + 1:]
+
+
+def is_ours(stage: str) -> bool:
+    """A stage beyond the article's."""
+    return stage in OUR_STAGES
 
 
 def stage_adding(switch: str) -> str:
     """The stage that turns a switch on (causal_skip -> v2)."""
-    return SWITCHES[switch].stage
+    return {**SWITCHES, **BEYOND}[switch].stage
 
 
 def previous_stage(stage: str) -> str:
@@ -170,33 +208,35 @@ def stage_of(switches: Iterable[str]) -> str | None:
 
 
 def variant_name(switches: Iterable[str]) -> str:
-    """A short name: the stage name, else 'v7-<switch>' / 'v0+<switch>' style, else the label."""
+    """A short name: the stage name, else '<stage>-<switch>' / '<stage>+<switch>' of the article's or our last stage
+    or the baseline, else the label."""
     switches = check_switches(switches)
     if (name := stage_of(switches)) is not None:
         return name
-    full = STAGES["v7"].switches
-    if len(full - switches) == 1 and switches < full:
-        return f"v7-{next(iter(full - switches))}"
-    if len(switches - full) == 1 and switches > full:
-        return f"v7+{next(iter(switches - full))}"
+    for base in (FINAL, LAST):
+        full = STAGES[base].switches
+        if len(full - switches) == 1 and switches < full:
+            return without(base, next(iter(full - switches)))
+        if len(switches - full) == 1 and switches > full:
+            return f"{base}+{next(iter(switches - full))}"
     if len(switches) == 1:
-        return f"v0+{next(iter(switches))}"
+        return f"{BASELINE}+{next(iter(switches))}"
     return switches_label(switches)
 
 
-def leave_one_out(base: str = "v7") -> dict:
+def leave_one_out(base: str = FINAL) -> dict:
     """Variants of `base` with one of its switches turned off, by name."""
     on = get_stage(base).switches
-    return {f"{base}-{s}": on - {s} for s in SWITCHES if s in on}
+    return {without(base, s): on - {s} for s in (*SWITCHES, *BEYOND) if s in on}
 
 
-def add_one_in(base: str = "v0") -> dict:
-    """Variants of `base` with one more switch turned on, by name."""
+def add_one_in(base: str = BASELINE) -> dict:
+    """Variants of `base` with one more of the article's switches turned on, by name."""
     on = get_stage(base).switches
     return {f"{base}+{s}": on | {s} for s in SWITCHES if s not in on}
 
 
-def extended(base: str = "v7") -> dict:
+def extended(base: str = FINAL) -> dict:
     """`base` with each of our own switches beyond the article (v7+prescale_q)."""
     on = get_stage(base).switches
     return {f"{base}+{s}": on | {s} for s in EXTENSIONS}
@@ -204,9 +244,10 @@ def extended(base: str = "v7") -> dict:
 
 def named_variants() -> dict:
     """Every named variant: the stages, the leave-one-out (v7-x) and add-one-in (v0+x) ablations of the article's
-    switches, and the final stage with each of ours (v7+x)."""
-    return {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out("v7"), **add_one_in("v0"),
-            **extended("v7")}
+    switches, the article's final stage with each of our extensions (v7+x), and the leave-one-out ablations of our
+    last stage."""
+    return {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out(FINAL), **add_one_in(BASELINE),
+            **extended(FINAL), **leave_one_out(LAST)}
 
 
 def resolve_variant(name: str) -> frozenset:

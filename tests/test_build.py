@@ -34,13 +34,16 @@ def stages(tmp_path_factory):
     return build(tmp_path_factory.mktemp("build"), "--variants", *STAGES, "--archs", "90", "89", "120")
 
 
-def at(stages, variant, arch=90, tile="32x32w4s3"):
-    return stages[(variant, arch, tile)]
+def at(stages, variant, arch=90, tile=None):
+    """A variant's build metrics, at its own default tile unless one is given."""
+    return stages[(variant, arch, tile or STAGES[variant].tile.label())]
 
 
 @pytest.mark.parametrize("arch", [90, 89])
 def test_every_stage_compiles(stages, arch):
-    for v in STAGES:
+    """Every stage compiles for the H200 without spilling; on sm_89, the article's stages do (ours are for Hopper)."""
+    from kernels.stages import ARTICLE_STAGES
+    for v in (STAGES if arch == 90 else ARTICLE_STAGES):
         m = at(stages, v, arch)
         assert m["compiles"] == 1, m["note"]
         assert m["registers"] > 0 and m["sass_instructions"] > 0 and m["shared_bytes"] > 0
@@ -98,6 +101,37 @@ def test_constant_strides_shrink_address_arithmetic(stages, arch):
     assert v7["sass.IMAD"] + v7["sass.LEA"] < v6["sass.IMAD"] + v6["sass.LEA"]
 
 
+def test_hopper_tile_turns_the_products_into_wgmma(stages):
+    """v8's change: at 64 query rows per warpgroup both products become Hopper's warpgroup MMA (HGMMA), and no
+    HMMA is left."""
+    from kernels.stages import stage_adding
+    v8, v7 = at(stages, stage_adding("hopper_tile")), at(stages, "v7")
+    assert v7.get("sass.HGMMA", 0) == 0 and v7["sass.HMMA"] > 0
+    assert v8["sass.HGMMA"] > 0 and v8.get("sass.HMMA", 0) == 0
+
+
+def test_tma_replaces_the_pointer_loads(stages):
+    """v9's change: the K and V tiles arrive by TMA (UTMALDG) instead of cp.async (LDGSTS), with less address
+    arithmetic, so fewer registers."""
+    from kernels.stages import previous_stage, stage_adding
+    tma = stage_adding("tma")
+    before, after = at(stages, previous_stage(tma)), at(stages, tma)
+    assert before.get("sass.UTMALDG", 0) == 0 and before["sass.LDGSTS"] > 0
+    assert after["sass.UTMALDG"] > 0 and after.get("sass.LDGSTS", 0) == 0
+    assert after["registers"] < before["registers"]
+
+
+def test_heavy_first_only_renumbers_the_blocks(stages):
+    """v10's change is a few integer instructions at the start: the products and exponentials are untouched (the
+    compiler may place the TMA loads differently: 11 UTMALDG in v9, 13 in v10)."""
+    from kernels.stages import previous_stage, stage_adding
+    hf = stage_adding("heavy_first")
+    before, after = at(stages, previous_stage(hf)), at(stages, hf)
+    assert 0 < after["sass_instructions"] - before["sass_instructions"] <= 8
+    for op in ("sass.HGMMA", "sass.MUFU.EX2"):
+        assert after[op] == before[op]
+
+
 def test_warp_specialization_refused_on_sm120(stages):
     """Triton 3.6 cannot warp-specialize this loop for sm_120; the build records the refusal and its reason."""
     for v in STAGES:
@@ -111,9 +145,9 @@ def test_warp_specialization_refused_on_sm120(stages):
 
 def test_bad_variant_name_fails_early(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-m", "kernels.build", "--variants", "v9", "--out", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "kernels.build", "--variants", "v99", "--out", str(tmp_path)],
                           cwd=ROOT, env=env, capture_output=True, text=True)
-    assert proc.returncode != 0 and "unknown variant 'v9'" in proc.stderr
+    assert proc.returncode != 0 and "unknown variant 'v99'" in proc.stderr
 
 
 def test_warp_specialization_refused_at_64x64_with_4_warps(tmp_path):

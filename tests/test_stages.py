@@ -6,20 +6,41 @@ from kernels.stages import parse_switches_label, resolve_variant, stage_of, swit
 
 
 def test_stages_are_cumulative_one_switch_at_a_time():
+    from kernels.stages import ALL_SWITCHES, ARTICLE_STAGES, BEYOND, FINAL, LAST, OUR_STAGES
     names = list(STAGES)
-    assert names == [f"v{i}" for i in range(8)]
+    assert names == [f"v{i}" for i in range(len(SWITCHES) + len(BEYOND) + 1)]
+    assert ARTICLE_STAGES == tuple(f"v{i}" for i in range(8)) and FINAL == "v7" and LAST == names[-1]
+    assert OUR_STAGES == tuple(names[8:]) and len(OUR_STAGES) == len(BEYOND) >= 1
     assert STAGES["v0"].switches == frozenset()
     for prev, cur in zip(names, names[1:]):
         added = STAGES[cur].switches - STAGES[prev].switches
-        assert len(added) == 1 and STAGES[prev].switches < STAGES[cur].switches
-        assert SWITCHES[next(iter(added))].stage == cur
+        removed = STAGES[prev].switches - STAGES[cur].switches
+        assert len(added) == 1
+        switch = ALL_SWITCHES[next(iter(added))]
+        assert switch.stage == cur
+        # one switch: it adds itself, and turns off only the switch it names as replaced
+        assert removed == ({switch.replaces} if switch.replaces else set())
     assert STAGES["v7"].switches == frozenset(SWITCHES)
 
 
-def test_article_tile_is_the_default():
-    for st in STAGES.values():
-        assert (st.tile.block_m, st.tile.block_n, st.tile.num_warps) == (32, 32, 4)
+def test_article_tile_is_the_default_until_the_hopper_tile():
+    from kernels.stages import HOPPER_TILE, OUR_STAGES, default_tile
+    for name, st in STAGES.items():
         assert st.change
+        if "hopper_tile" in st.switches:
+            assert name in OUR_STAGES and st.tile == HOPPER_TILE == default_tile(st.switches, 128)
+            assert default_tile(st.switches, 256).block_n < HOPPER_TILE.block_n   # fits 227 KiB at D = 256
+        else:
+            assert (st.tile.block_m, st.tile.block_n, st.tile.num_warps) == (32, 32, 4)
+
+
+def test_our_stages_ablate_from_our_last():
+    from kernels.stages import LAST, named_variants
+    loo = leave_one_out(LAST)
+    assert set(loo) == {f"{LAST}-{s}" for s in STAGES[LAST].switches}
+    for name, sw in loo.items():
+        assert resolve_variant(name) == sw and name in named_variants()
+        assert variant_name(sw) == (stage_of(sw) or name)
 
 
 def test_ablations():
@@ -49,8 +70,8 @@ def test_extensions_are_not_stages():
 
 
 def test_unknown_names_are_refused():
-    with pytest.raises(ValueError, match="unknown variant 'v9'"):
-        resolve_variant("v9")
+    with pytest.raises(ValueError, match="unknown variant 'v99'"):
+        resolve_variant("v99")
     with pytest.raises(ValueError, match=r"unknown switch\(es\) \['fast'\]"):
         parse_switches_label("exp2+fast")
 

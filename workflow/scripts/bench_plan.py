@@ -8,10 +8,10 @@ from pathlib import Path
 import yaml
 
 from kernels.shapes import HEADLINE, Shape
-from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, extended, leave_one_out, resolve_variant,
-                            stage_of, switches_label)
+from kernels.stages import (BASELINE, FINAL, LAST, STAGES, Tile, add_one_in, default_tile, extended, leave_one_out,
+                            resolve_variant, stage_of, switches_label)
 
-SETS = ("headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles")
+SETS = ("headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles", "tuning")
 
 
 @dataclass(frozen=True)
@@ -58,33 +58,50 @@ def expand(m: dict, sets=SETS) -> list:
     if unknown:
         raise ValueError(f"unknown set(s) {unknown}; the sets are {list(SETS)}")
     torch_impls = list(m["torch_impls"])
-    article = Tile()
     out = []
 
+    def own_tile(variant, shape):
+        """Every stage and ablation variant runs at its own default tile (the article's, or ours from v8 on)."""
+        return default_tile(resolve_variant(variant), shape.D)
+
     def stages_and_torch(set_name, shape, layout=""):
-        out.extend(Entry(set_name, "triton", v, shape, article, layout) for v in STAGES)
+        out.extend(Entry(set_name, "triton", v, shape, own_tile(v, shape), layout) for v in STAGES)
         out.extend(Entry(set_name, impl, impl, shape, None, layout) for impl in torch_impls)
 
     if "headline" in sets:
         stages_and_torch("headline", HEADLINE)
     if "ablation" in sets:
-        for name, sw in {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL)}.items():
+        for name, sw in {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL),
+                         **leave_one_out(LAST)}.items():
             if not stage_of(sw):  # v7-const_strides is v6 and v0+grid_order is v1: timed as stages
-                out.append(Entry("ablation", "triton", name, HEADLINE, article))
+                out.append(Entry("ablation", "triton", name, HEADLINE, own_tile(name, HEADLINE)))
     if "bf16" in sets:
         stages_and_torch("bf16", Shape(**{**HEADLINE.as_dict(), "dtype": "bfloat16"}))
     if "n_sweep" in sets:
-        for n in m["n_sweep"]:
-            stages_and_torch("n_sweep", Shape(**{**HEADLINE.as_dict(), "N": int(n)}))
+        for dtype in m.get("n_sweep_dtypes", [HEADLINE.dtype]):
+            for n in m["n_sweep"]:
+                stages_and_torch("n_sweep", Shape(**{**HEADLINE.as_dict(), "N": int(n), "dtype": dtype}))
     if "qwen3" in sets:
-        for model, lay in m["qwen3"].items():
-            stages_and_torch("qwen3", Shape(**{**HEADLINE.as_dict(), **lay}), layout=model)
+        for n in m.get("qwen3_N", [HEADLINE.N]):
+            for model, lay in m["qwen3"].items():
+                stages_and_torch("qwen3", Shape(**{**HEADLINE.as_dict(), **lay, "N": int(n)}), layout=model)
     if "tiles" in sets:
         t = m["tiles"]
         for variant in t["variants"]:
             resolve_variant(variant)
             for bm, bn, w, s in itertools.product(t["block_m"], t["block_n"], t["num_warps"], t["num_stages"]):
                 out.append(Entry("tiles", "triton", variant, HEADLINE, Tile(bm, bn, w, s)))
+    if "tuning" in sets and m.get("tuning"):
+        # The recorded tuning run: our last stage at every tile of the grid, at each N of the headline layout, beside
+        # cuDNN's and FA2's kernels at the same N. Its choice per N is data (kernels/tuned_tiles.csv).
+        t = m["tuning"]
+        for n in t["N"]:
+            shape = Shape(**{**HEADLINE.as_dict(), "N": int(n)})
+            for variant in t["variants"]:
+                resolve_variant(variant)
+                for bm, bn, w, s in itertools.product(t["block_m"], t["block_n"], t["num_warps"], t["num_stages"]):
+                    out.append(Entry("tuning", "triton", variant, shape, Tile(bm, bn, w, s)))
+            out.extend(Entry("tuning", impl, impl, shape) for impl in torch_impls)
     merged: dict = {}
     for e in out:
         first = merged.setdefault(e.key, e)
@@ -95,7 +112,7 @@ def expand(m: dict, sets=SETS) -> list:
 
 def repeats(entry: Entry, m: dict) -> int:
     """How many times an entry is timed: the most that any of its sets asks for."""
-    return max(int(m["repeats"][s]) for s in entry.set.split(","))
+    return max(int(m["repeats"].get(s, 1)) for s in entry.set.split(","))
 
 
 def profile_entries(m: dict) -> list:
@@ -106,7 +123,8 @@ def profile_entries(m: dict) -> list:
                    Tile(x["block_m"], x["block_n"], x["num_warps"], x["num_stages"])) for x in p.get("extra", [])]
     for e in extra:
         resolve_variant(e.variant)
-    return ([Entry("profile", "triton", v, HEADLINE, Tile()) for v in p["variants"]] + extra
+    return ([Entry("profile", "triton", v, HEADLINE, default_tile(resolve_variant(v), HEADLINE.D))
+             for v in p["variants"]] + extra
             + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]])
 
 
