@@ -2,6 +2,7 @@
 (results/paper.pdf from the committed data), the PDF's stage table against the tidy data, and claims' verdicts
 that follow the data."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,9 +13,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+import checksums  # noqa: E402
 import claims  # noqa: E402
 import macros  # noqa: E402
 import selection  # noqa: E402
+import step_times  # noqa: E402
 import tables  # noqa: E402
 
 ENV = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -37,9 +40,31 @@ def jobs(dry_run_output: str) -> dict:
     return out
 
 
-def test_lint_is_clean():
-    proc = snakemake("--lint")
-    assert proc.returncode == 0 and "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
+def job_blocks(dry_run_output: str) -> dict:
+    """rule -> the text of each of its jobs in a dry run's listing."""
+    blocks = {}
+    for m in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n?)*)", dry_run_output, re.M):
+        blocks.setdefault(m.group(1), []).append(m.group(2))
+    return blocks
+
+
+# The one lint finding this workflow keeps, on purpose: no step declares a conda environment or a container, since
+# one environment (requirements/lock.txt, or environment.yml; README, "Environment") runs every step. Any other
+# finding fails this test, and so does this one missing from a step or found on anything but a step.
+NO_SOFTWARE_DIRECTIVE = "Specify a conda environment or container for each rule."
+TARGET_RULES = {"all", "build_all"}  # they only name files: no job, nothing to lint
+
+
+def test_lint_finds_only_the_documented_missing_software_directive():
+    proc = snakemake("--lint")         # text: `--lint json` prints text too in Snakemake 9.27 (the CLI drops the flag)
+    text = proc.stdout + proc.stderr
+    linted = re.findall(r"^Lints for (rule|snakefile) (\S+)", text, re.M)
+    findings = re.findall(r"^    \* (.+?):$", text, re.M)
+    rules = set(re.findall(r"^(\w+)", snakemake("--list-rules").stdout, re.M))
+    assert proc.returncode == 1 and linted and rules > TARGET_RULES, text[-3000:]
+    assert {kind for kind, _ in linted} == {"rule"}, f"a snakefile has lints: {text[-3000:]}"
+    assert set(findings) == {NO_SOFTWARE_DIRECTIVE}, f"lints other than the documented one: {text[-3000:]}"
+    assert len(findings) == len(linted) and sorted(r for _, r in linted) == sorted(rules - TARGET_RULES)
 
 
 def test_dry_run_default_tier_needs_no_gpu():
@@ -58,6 +83,17 @@ def test_dry_run_measure_tier():
     assert j["compile"] == j["timer_check"] == 1
     assert "results/staging/nvidia-h200/run-dryrun/bench-tiles/timings.csv" in proc.stdout
     assert "data/nvidia-h200/run-dryrun/SHA256SUMS" in proc.stdout       # data/ gets the run only when sealed
+    # every job has a benchmark file; a run's steps write theirs inside the run, and the seal waits for them
+    blocks = job_blocks(proc.stdout)
+    assert set(blocks) - {"all"} >= set(step_times.RUN_RULES) | {"seal_run", "paper"}
+    staged = "results/staging/nvidia-h200/run-dryrun/benchmarks/"
+    for rule, texts in blocks.items():
+        for t in texts:
+            bench = re.search(r"^    benchmark: (\S+)", t, re.M)
+            assert rule == "all" or bench, f"job of {rule} has no benchmark file: {t}"
+            if rule in step_times.RUN_RULES:
+                assert bench.group(1).startswith(staged), bench.group(1)
+                assert bench.group(1) in blocks["seal_run"][0].split("output:")[0]
 
 
 @pytest.mark.parametrize("config, message", [
@@ -115,6 +151,80 @@ def test_report_holds_every_figure(built, tmp_path):
         assert f"{name}.png" in html
     for name in ("claims.csv", "paper.pdf", "stages.tex", "claims.tex", "crosscheck.tex", "launch_cost.tex"):
         assert name in html, f"the report lacks {name}"
+
+
+def test_step_times_reach_the_paper_from_the_benchmark_files(built):
+    """Every CPU step of the build wrote its benchmark file; step_times.csv carries each file's seconds, the old runs'
+    GPU steps come from their logs (they hold no benchmark files, and are named as such), and the paper quotes the
+    numbers step_times.csv gives."""
+    st = pd.read_csv(ROOT / "results" / "aggregate" / "step_times.csv")
+    build = st[st.tier == "build"]
+    assert set(build.rule) == {"build_variants", "verify_cpu", "aggregate", "claims", "figure"}
+    for r in build.itertuples():
+        tsv = pd.read_csv(ROOT / r.file, sep="\t")
+        assert list(tsv.columns[:3]) == ["s", "h:m:s", "max_rss"] and r.seconds == tsv.s.median()
+    for later in ("step_times", "tables", "macros", "paper"):
+        assert (ROOT / "benchmarks" / f"{later}.tsv").exists(), f"{later} wrote no benchmark file"
+    runs = st[st.tier == "run"]
+    assert set(runs.source) == {"snakemake log"} and set(runs.run) == {"run-6-x2", "run-7-x2", "run-8-x2", "run-9-x2"}
+    assert (runs.groupby("run").rule.apply(lambda r: (r == "bench").sum()) == 6).all()
+    m = macros.step_macros(ROOT / "results" / "aggregate")
+    gpu = runs[runs.rule.isin(step_times.GPU_RULES)].groupby("run").seconds.sum() / 60
+    assert m["StepGpuMin"] == f"{gpu.median():.1f}" and m["StepRunsFromLogs"] == "4"
+    text = " ".join(subprocess.run(["pdftotext", str(built), "-"], capture_output=True, text=True,
+                                   check=True).stdout.split())
+    assert f"the GPU steps of a run took {m['StepGpuMin']} min" in text
+    assert f"The runs {m['StepRunsFromLogsList']} were sealed before" in text
+    assert f"on its machine: {m['StepBuildMin']} min in all" in text
+
+
+def test_a_runs_step_benchmark_files_are_sealed_with_it_and_read(tmp_path):
+    """The measure tier's CPU steps (plan, theory) run for real: Snakemake writes their benchmark files inside the
+    run's staging folder; the seal takes them in; step_times reads them from the sealed run, checksums verified."""
+    run = "run-pytest-steps"
+    staging = ROOT / "results" / "staging" / "nvidia-h200" / run
+    try:
+        proc = snakemake("--cores", "1", "--config", "measure=True", f"run={run}", "--",
+                         f"results/staging/nvidia-h200/{run}/theory.csv")
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        files = sorted(p.relative_to(staging).as_posix() for p in (staging / "benchmarks").rglob("*"))
+        assert files == ["benchmarks/plan.tsv", "benchmarks/theory.tsv"]
+        shutil.copytree(staging, tmp_path / "staging")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        for log in (f"logs/plan/{run}.log", f"logs/theory/{run}.log"):
+            (ROOT / log).unlink(missing_ok=True)
+    if (ROOT / ".git").exists():                         # a sealed run's benchmark files can be committed
+        ignored = subprocess.run(["git", "check-ignore", "-q", f"data/nvidia-h200/{run}/benchmarks/theory.tsv"],
+                                 cwd=ROOT).returncode
+        assert ignored == 1, ".gitignore ignores the benchmark files of a run in data/"
+    sealed = tmp_path / "data" / run
+    checksums.publish(tmp_path / "staging", sealed)
+    assert "benchmarks/theory.tsv" in checksums.listed(sealed)
+    t = step_times.table([sealed], logs=[], cpu=[])
+    assert list(t.rule) == ["plan", "theory"] and set(t.source) == {"benchmark"} and set(t.run) == {run}
+    assert t.set_index("rule").seconds["theory"] == pd.read_csv(sealed / "benchmarks" / "theory.tsv", sep="\t").s[0]
+    (sealed / "benchmarks" / "theory.tsv").write_text("s\th:m:s\n0.01\t0:00:00\n")
+    with pytest.raises(ValueError, match="theory.tsv: changed since the run"):
+        step_times.table([sealed], logs=[], cpu=[])
+
+
+def test_runs_sealed_before_benchmark_files_take_their_step_times_from_their_log_or_fail(tmp_path):
+    """run-9-x2 holds no benchmark files: its jobs come from its Snakemake log (the run's steps only, each bench set a
+    job); a sealed run with neither benchmark files nor a log is refused, naming it."""
+    run9 = ROOT / "data" / "nvidia-h200" / "run-9-x2"
+    log = ROOT / "data" / "nvidia-h200" / "snakemake-logs" / "run-9-x2.log"
+    t = step_times.table([run9], logs=[log], cpu=[])
+    assert set(t.source) == {"snakemake log"} and t.max_rss_mb.isna().all()
+    assert sorted(t[t.rule == "bench"].job) == sorted(["headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles"])
+    assert set(t.rule) == set(step_times.RUN_RULES) - {"plan"}          # plan came after run-9-x2
+    assert t.set_index("rule").seconds["profile"] == 78                 # 10:19:17 to 10:20:35 in the log
+    bare = tmp_path / "run-x"
+    (bare / "verify").mkdir(parents=True)
+    (bare / "verify" / "correctness.csv").write_text("status\nok\n")
+    checksums.write(bare)
+    with pytest.raises(FileNotFoundError, match="run-x: no benchmark files sealed in it"):
+        step_times.table([bare], logs=[], cpu=[])
 
 
 def test_verdicts_follow_the_data(built, tmp_path):

@@ -3,6 +3,7 @@ localrules:
     aggregate,
     claims,
     figure,
+    step_times,
     tables,
     macros,
     paper,
@@ -37,12 +38,12 @@ rule aggregate:
         premise=f"{AGG}/premise.csv",
     log:
         "logs/aggregate.log",
+    benchmark:
+        f"{BENCH}/aggregate.tsv"
     params:
         py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
         max_pct=config["crosscheck_max_pct"],
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/aggregate.py --runs {params.runs} --build {input.build} "
         "--crosscheck-max-pct {params.max_pct} --article data/article --out $(dirname {output.headline}) > {log} 2>&1"
@@ -62,9 +63,9 @@ rule claims:
         slips=f"{AGG}/slips.csv",
     log:
         "logs/claims.log",
+    benchmark:
+        f"{BENCH}/claims.tsv"
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/claims.py --agg $(dirname {input.headline}) --article data/article --out {output.claims} > {log} 2>&1"

@@ -8,12 +8,10 @@ rule build_variants:
     log:
         "logs/build/sm_{arch}.log",
     benchmark:
-        "benchmarks/build/sm_{arch}.tsv"
+        f"{BENCH}/build_variants/sm_{{arch}}.tsv"
     params:
         py=PY,
         out=lambda wc: f"results/build/sm_{wc.arch}",
-    conda:
-        ENV
     shell:
         "env -u TRITON_INTERPRET {params.py} -m kernels.build --variants all --archs {wildcards.arch} "
         "--out {params.out} > {log} 2>&1"

@@ -20,7 +20,12 @@ DATA = f"data/{GPU}"
 STAGING = f"results/staging/{GPU}"  # a run being measured; it moves into DATA when sealed
 PLAN = config["plan"]
 KERNEL_SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").glob("*.py"))  # edit one: rebuild, re-verify
-ENV = "../../environment.yml"  # the conda environment of every rule (versions pinned in pyproject.toml)
+# Software. One environment runs every step, the one Snakemake runs in (PY above), with requirements/lock.txt and
+# this package installed (by `make` into .venv, or from environment.yml with conda); on a cluster, the same
+# environment on a shared file system. So no step declares a conda or container directive (README.md, "Environment").
+# Step times. Each step writes Snakemake's benchmark file, BENCH/<step>.tsv or BENCH/<step>/<wildcard>.tsv; a GPU
+# run's steps write theirs inside the run (STAGING/<run>/BENCH/...), sealed with its data.
+BENCH = "benchmarks"
 
 
 wildcard_constraints:
@@ -64,6 +69,20 @@ def run_data_files():
             files += [f"{Path(seal).parent}/{line.split('  ', 1)[1]}" for line in sums.read_text().splitlines()
                       if "  " in line]
     return files
+
+
+def step_time_logs():
+    """Snakemake's log of each sealed run that holds no benchmark files (runs sealed before the GPU rules had a
+    benchmark:, run-6-x2 ... run-9-x2): step_times.py reads those runs' step times from it, and says so."""
+    logs = []
+    for seal in run_seals():
+        sums = ROOT / seal
+        if sums.exists() and not any(line.split("  ", 1)[-1].startswith(f"{BENCH}/")
+                                     for line in sums.read_text().splitlines()):
+            log = ROOT / DATA / "snakemake-logs" / f"{Path(seal).parent.name}.log"
+            if log.exists():
+                logs.append(str(log.relative_to(ROOT)))
+    return logs
 
 
 def _refuse_placeholders():

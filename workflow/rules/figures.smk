@@ -16,11 +16,11 @@ rule figure:
         png=report("results/figures/{name}.png", category="Figures", caption="../report/figure.rst"),
     log:
         "logs/figures/{name}.log",
+    benchmark:
+        f"{BENCH}/figure/{{name}}.tsv"
     wildcard_constraints:
         name="|".join(FIGURES),
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} {input.script} --agg $(dirname {input.data[0]}) --article data/article --out results/figures/{wildcards.name} > {log} 2>&1"

@@ -4,6 +4,11 @@
 # --resources gpu=N the sets spread over N GPUs, and timing and profiling never share one.
 # Order: verify_gpu and compile (which compile, but time nothing) finish before any job that times starts, so that
 # no compilation ever runs beside a timing on a machine with several GPUs.
+# Each step's benchmark: file (Snakemake's wall time, memory and I/O of the job) is written inside the run, under
+# benchmarks/, so that it is sealed with the data it timed; the seal lists them among its inputs.
+RUN_BENCHMARKS = [f"{STAGING}/{{run}}/{BENCH}/{step}.tsv" for step in
+                  ["plan", "theory", "verify_gpu", "compile", "timer_check", "profile", "ceilings"]] + [
+                  f"{STAGING}/{{run}}/{BENCH}/bench/{s}.tsv" for s in bench_plan.SETS]
 BEFORE_TIMING = [f"{STAGING}/{{run}}/verify/correctness.csv", f"{STAGING}/{{run}}/compile/compiled.csv"]
 PLAN_FILE = f"{STAGING}/{{run}}/plan.yaml"
 
@@ -19,8 +24,8 @@ rule plan:
         PLAN_FILE,
     log:
         "logs/plan/{run}.log",
-    conda:
-        ENV
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/plan.tsv"
     script:
         "../scripts/write_plan.py"
 
@@ -33,13 +38,13 @@ rule compile:
         f"{STAGING}/{{run}}/compile/compiled.csv",
     log:
         f"{STAGING}/{{run}}/compile/compile.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/compile.tsv"
     threads: 8
     resources:
         gpu=1,
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --compile-only "
         "--config {input.plan} --workers {threads} --out $(dirname {output}) > {log} 2>&1"
@@ -54,13 +59,13 @@ rule bench:
         f"{STAGING}/{{run}}/bench-{{set}}/timings.csv",
     log:
         f"{STAGING}/{{run}}/bench-{{set}}/bench.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/bench/{{set}}.tsv"
     threads: 8
     resources:
         gpu=1,
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --sets {wildcards.set} --config {input.plan} "
         "--workers {threads} --out $(dirname {output}) > {log} 2>&1"
@@ -79,12 +84,12 @@ rule profile:
         premise=f"{STAGING}/{{run}}/profile/ncu_premise.csv",
     log:
         f"{STAGING}/{{run}}/profile/profile.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/profile.tsv"
     resources:
         gpu=1,
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/profile.py "
         "--config {input.plan} --out $(dirname {output.csv}) > {log} 2>&1"
@@ -99,12 +104,12 @@ rule timer_check:
         f"{STAGING}/{{run}}/timer_check/timer_check.csv",
     log:
         f"{STAGING}/{{run}}/timer_check/timer_check.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/timer_check.tsv"
     resources:
         gpu=1,
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/timer_check.py "
         "--config {input.plan} --out $(dirname {output}) > {log} 2>&1"
@@ -118,12 +123,12 @@ rule ceilings:
         f"{STAGING}/{{run}}/ceilings/ceilings.csv",
     log:
         f"{STAGING}/{{run}}/ceilings/ceilings.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/ceilings.tsv"
     resources:
         gpu=1,
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/ceilings.py "
         "--out $(dirname {output}) > {log} 2>&1"
@@ -137,17 +142,18 @@ rule theory:
         f"{STAGING}/{{run}}/theory.csv",
     log:
         "logs/theory/{run}.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/theory.tsv"
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/theory_table.py --config {input.plan} --out {output} > {log} 2>&1"
 
 
 rule seal_run:
-    """Checksums of everything the run measured, written in the staging folder, which then moves into data/ in one
-    rename: a run folder appears in data/ only sealed. Verified whenever the data is read."""
+    """Checksums of everything the run measured, its steps' benchmark files included, written in the staging folder,
+    which then moves into data/ in one rename: a run folder appears in data/ only sealed. Verified whenever the data
+    is read. The seal's own benchmark file is written after the run is sealed, so it stays in benchmarks/."""
     input:
         expand(f"{STAGING}/{{{{run}}}}/bench-{{set}}/timings.csv", set=bench_plan.SETS),
         f"{STAGING}/{{run}}/profile/ncu.csv",
@@ -158,14 +164,15 @@ rule seal_run:
         f"{STAGING}/{{run}}/verify/correctness.csv",
         f"{STAGING}/{{run}}/ceilings/ceilings.csv",
         f"{STAGING}/{{run}}/theory.csv",
+        RUN_BENCHMARKS,
     output:
         f"{DATA}/{{run}}/SHA256SUMS",
     log:
         "logs/seal/{run}.log",
+    benchmark:
+        f"{BENCH}/seal_run/{{run}}.tsv"
     params:
         py=PY,
         staging=lambda wc: f"{STAGING}/{wc.run}",
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/checksums.py publish {params.staging} $(dirname {output}) > {log} 2>&1"

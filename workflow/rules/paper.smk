@@ -1,3 +1,36 @@
+# The CPU steps whose benchmark files the step-time table reads: every job that runs before it (the tables, macros
+# and LaTeX steps come after it; their files are in benchmarks/ too).
+CPU_BENCHMARKS = (
+    expand(f"{BENCH}/build_variants/sm_{{arch}}.tsv", arch=config["build"]["archs"])
+    + [f"{BENCH}/verify_cpu.tsv", f"{BENCH}/aggregate.tsv", f"{BENCH}/claims.tsv"]
+    + expand(f"{BENCH}/figure/{{name}}.tsv", name=FIGURES)
+)
+
+
+rule step_times:
+    """How long each step took, from Snakemake's benchmark files: a run's GPU steps from the files sealed in it (from
+    its Snakemake log for the runs sealed before those files existed, said so in the output), this build's CPU
+    steps from benchmarks/."""
+    input:
+        "workflow/scripts/step_times.py",
+        seals=run_seals(),
+        data=run_data_files(),
+        logs=step_time_logs(),
+        cpu=CPU_BENCHMARKS,
+    output:
+        f"{AGG}/step_times.csv",
+    log:
+        "logs/step_times.log",
+    benchmark:
+        f"{BENCH}/step_times.tsv"
+    params:
+        py=PY,
+        runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
+    shell:
+        "{params.py} workflow/scripts/step_times.py --runs {params.runs} --logs {input.logs} --cpu {input.cpu} "
+        "--out {output} > {log} 2>&1"
+
+
 rule tables:
     """The paper's tables (stages, claims, environment, timer cross-check, launch cost) through pandas'
     Styler.to_latex."""
@@ -6,6 +39,7 @@ rule tables:
         rules.claims.output,
         "workflow/scripts/tables.py",
         headline=rules.aggregate.output.headline,
+        step_times=rules.step_times.output,
         seals=run_seals(),
     output:
         stages=report("results/tables/stages.tex", category="Tables", caption="../report/table.rst"),
@@ -14,13 +48,14 @@ rule tables:
         environment=report("results/tables/environment.tex", category="Tables", caption="../report/table.rst"),
         crosscheck=report("results/tables/crosscheck.tex", category="Tables", caption="../report/table.rst"),
         launch_cost=report("results/tables/launch_cost.tex", category="Tables", caption="../report/table.rst"),
+        step_times=report("results/tables/step_times.tex", category="Tables", caption="../report/table.rst"),
     log:
         "logs/tables.log",
+    benchmark:
+        f"{BENCH}/tables.tsv"
     params:
         py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/tables.py --agg $(dirname {input.headline}) --runs {params.runs} "
         "--out $(dirname {output.stages}) > {log} 2>&1"
@@ -34,21 +69,20 @@ rule macros:
         "kernels/flash_fwd.py",
         "workflow/scripts/macros.py",
         "results/verify/cpu/correctness.csv",
+        rules.step_times.output,
         headline=rules.aggregate.output.headline,
         seals=run_seals(),
     output:
         "results/paper/macros.tex",
     log:
         "logs/macros.log",
+    benchmark:
+        f"{BENCH}/macros.tsv"
     params:
         py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
-        logs=lambda wc, input: " ".join(
-            str(log) for s in input.seals if (log := ROOT / DATA / "snakemake-logs" / f"{Path(s).parent.name}.log").exists()),
-    conda:
-        ENV
     shell:
-        "{params.py} workflow/scripts/macros.py --agg $(dirname {input.headline}) --runs {params.runs} --logs {params.logs} "
+        "{params.py} workflow/scripts/macros.py --agg $(dirname {input.headline}) --runs {params.runs} "
         "--out results/paper > {log} 2>&1"
 
 
@@ -65,8 +99,8 @@ rule paper:
         report("results/paper.pdf", category="Paper", caption="../report/paper.rst"),
     log:
         "logs/paper.log",
-    conda:
-        ENV
+    benchmark:
+        f"{BENCH}/paper.tsv"
     shell:
         "(cd paper && TEXINPUTS=.:../results/paper//:../results/tables//: latexmk -pdf -interaction=nonstopmode "
         "-halt-on-error -outdir=../results/paper-build main.tex) > {log} 2>&1 "

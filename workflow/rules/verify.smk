@@ -8,12 +8,10 @@ rule verify_cpu:
     log:
         "logs/verify/cpu.log",
     benchmark:
-        "benchmarks/verify/cpu.tsv"
+        f"{BENCH}/verify_cpu.tsv"
     params:
         py=PY,
         N=" ".join(str(n) for n in config["verify_cpu"]["N"]),
-    conda:
-        ENV
     shell:
         "TRITON_INTERPRET=1 {params.py} workflow/scripts/verify.py --device cpu --N {params.N} "
         "--out results/verify/cpu > {log} 2>&1"
@@ -25,13 +23,13 @@ rule verify_gpu:
         f"{STAGING}/{{run}}/verify/correctness.csv",
     log:
         f"{STAGING}/{{run}}/verify/verify.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/verify_gpu.tsv"
     threads: 8
     resources:
         gpu=1,
     params:
         py=PY,
-    conda:
-        ENV
     shell:
         "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/verify.py --workers {threads} "
         "--out $(dirname {output}) > {log} 2>&1"

@@ -5,7 +5,8 @@
 - environment.tex: the GPU, driver, versions and clocks of every run;
 - crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry, with the host-sleep
   check;
-- launch_cost.tex: host time per call, event-timed call and kernel time of each stage and PyTorch backend.
+- launch_cost.tex: host time per call, event-timed call and kernel time of each stage and PyTorch backend;
+- step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files).
 
     python workflow/scripts/tables.py --agg results/aggregate --runs data/nvidia-h200/run-* --out results/tables
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from selection import ARTICLE_TILE, STAGES  # noqa: E402
+from step_times import BUILD_RULES, GPU_RULES, RUN_RULES  # noqa: E402
 
 
 def tex_escape(s: str) -> str:
@@ -176,6 +178,31 @@ def launch_cost_table(agg: Path, out: Path) -> None:
     latex(df, out / "launch_cost.tex", "l" + "r" * (len(df.columns) - 1))
 
 
+def step_times_table(agg: Path, out: Path) -> None:
+    """Each step: its jobs, its time (a run's steps: the run's total for the step, median over runs with the lowest
+    and highest run; this build's CPU steps: their total), the peak memory of one job, and where the times come
+    from (benchmark files, or the Snakemake log of a run sealed before them)."""
+    st = pd.read_csv(agg / "step_times.csv", keep_default_na=False, na_values=[""])
+    rows = []
+    for tier, rules in (("run", RUN_RULES), ("build", BUILD_RULES)):
+        t = st[st.tier == tier]
+        for rule in [r for r in rules if r in set(t.rule)]:
+            g = t[t.rule == rule]
+            if tier == "run":
+                per_run = g.groupby("run").seconds.sum()
+                jobs = fmt(g.groupby("run").size().median())
+                where = "GPU" if rule in GPU_RULES else "CPU"
+                seconds = f"{fmt(per_run.median())} [{fmt(per_run.min())}--{fmt(per_run.max())}]"
+                sources = g.drop_duplicates("run").source.value_counts()
+                source = ", ".join(f"{s} ({n} run{'s' if n > 1 else ''})" for s, n in sources.items())
+            else:
+                jobs, where, seconds = str(len(g)), "CPU, this build", fmt(g.seconds.sum())
+                source = ", ".join(sorted(set(g.source)))
+            rows.append({"step": tex_escape(rule), "where": where, "jobs": jobs, "seconds [runs]": seconds,
+                         "peak MiB": fmt(g.max_rss_mb.max()), "from": source})
+    latex(pd.DataFrame(rows), out / "step_times.tex", "llrrrl")
+
+
 def _smi(value: str) -> str:
     """nvidia-smi's reading, short: 'n/a' where it could not be read, throttle masks without leading zeros."""
     if not value or value.startswith("unavailable"):
@@ -222,6 +249,7 @@ def main(argv=None) -> int:
     environment_table(a.runs, a.out)
     crosscheck_table(a.agg, a.out)
     launch_cost_table(a.agg, a.out)
+    step_times_table(a.agg, a.out)
     return 0
 
 
