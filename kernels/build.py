@@ -138,7 +138,7 @@ def build(names, archs, tiles, out: Path, shape: Shape = HEADLINE, log=print) ->
     failed compile is a row too, with the reason)."""
     rows = []
     jobs = [(n, a, t) for n in names for a in archs
-            for t in (tiles or [default_tile(resolve_variant(n), shape.D)])]
+            for t in (tiles or [default_tile(resolve_variant(n), shape.D, shape.N)])]
     for i, (name, arch, tile) in enumerate(jobs, 1):
         switches = resolve_variant(name)
         base = dict(variant=name, stage=stage_of(switches) or "", switches=switches_label(switches), arch=arch,

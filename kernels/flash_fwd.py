@@ -53,64 +53,122 @@ import triton.language as tl
 
 
 @triton.jit
-def _kv_steps(acc, l_i, m_i, q, k_src, v_src, stride_kn, stride_kd, stride_vn, stride_vd,
+def _load_k(k_src, kv_b, kv_h, start_n, stride_kn, stride_kd, N,
+            MASKED: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr,
+            HOST_DESC: tl.constexpr):
+    """The K^T tile (HEAD_DIM, BLOCK_N) of keys [start_n, start_n + BLOCK_N); keys past N read as zeros."""
+    if USE_TMA and HOST_DESC:
+        k = k_src.load([kv_b, kv_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM).T
+    elif USE_TMA:
+        k = k_src.load([start_n, 0]).T
+    else:
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k_ptrs = k_src + offs_n[None, :] * stride_kn + tl.arange(0, HEAD_DIM)[:, None] * stride_kd
+        if MASKED:
+            k = tl.load(k_ptrs, mask=offs_n[None, :] < N, other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+    return k
+
+
+@triton.jit
+def _load_v(v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, N,
+            MASKED: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr,
+            HOST_DESC: tl.constexpr):
+    """The V tile (BLOCK_N, HEAD_DIM) of keys [start_n, start_n + BLOCK_N); keys past N read as zeros."""
+    if USE_TMA and HOST_DESC:
+        v = v_src.load([kv_b, kv_h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+    elif USE_TMA:
+        v = v_src.load([start_n, 0])
+    else:
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        v_ptrs = v_src + offs_n[:, None] * stride_vn + tl.arange(0, HEAD_DIM)[None, :] * stride_vd
+        if MASKED:
+            v = tl.load(v_ptrs, mask=offs_n[:, None] < N, other=0.0)
+        else:
+            v = tl.load(v_ptrs)
+    return v
+
+
+@triton.jit
+def _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, offs_m, N, qk_scale,
+                MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+                NO_EXTRA_CASTS: tl.constexpr, USE_EXP2: tl.constexpr, PRESCALE_Q: tl.constexpr,
+                USE_TMA: tl.constexpr, HOST_DESC: tl.constexpr):
+    """One step of the online softmax on the scores s = q k^T of keys [start_n, start_n + BLOCK_N), and the
+    product of its probabilities with their values, added into acc."""
+    if MASKED:
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        keep = offs_n[None, :] < N
+        if IS_CAUSAL:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        s = tl.where(keep, s, float("-inf"))
+    if PRESCALE_Q:  # q was scaled at load
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        x = s - m_new[:, None]
+    else:
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        x = s * qk_scale - m_new[:, None]
+    if USE_EXP2:
+        p = tl.math.exp2(x)
+        alpha = tl.math.exp2(m_i - m_new)
+    else:
+        p = tl.exp(x)
+        alpha = tl.exp(m_i - m_new)
+    v = _load_v(v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, N, MASKED, BLOCK_N, HEAD_DIM, USE_TMA, HOST_DESC)
+    p_lo = p.to(v.dtype)
+    if NO_EXTRA_CASTS:
+        l_i = l_i * alpha + tl.sum(p, 1)
+    else:
+        l_i = l_i * alpha + tl.sum(p_lo.to(tl.float32), 1)
+    acc = acc * alpha[:, None]
+    acc = tl.dot(p_lo, v, acc)
+    return acc, l_i, m_new
+
+
+@triton.jit
+def _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
               offs_m, lo, hi, N, qk_scale,
               MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr,
               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
-              PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr):
+              PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr, OVERLAP_QK: tl.constexpr,
+              HOST_DESC: tl.constexpr):
     """Steps over the key/value blocks [lo, hi), updating (acc, l_i, m_i).
 
     MASKED: mask keys past N and, if causal, keys after the query row. Unmasked steps load without bounds checks.
     k_src, v_src: this head's K and V, as pointers, or with USE_TMA as tensor descriptors of (N, HEAD_DIM) whose
-    loads fill rows past N with zeros.
+    loads fill rows past N with zeros; with HOST_DESC, descriptors of the whole (B, H_kv, N, HEAD_DIM) tensors,
+    read at batch kv_b and head kv_h.
+    OVERLAP_QK: the loop is pipelined by hand: the scores of the next block (q @ k^T, an asynchronous warpgroup
+    MMA on Hopper) are asked for before the softmax of the current block, so that the tensor cores work while the
+    softmax runs (FlashAttention-3's intra-warpgroup overlap).
     """
-    offs_d = tl.arange(0, HEAD_DIM)
-    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
-        start_n = tl.multiple_of(start_n, BLOCK_N)
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        if USE_TMA:
-            k = k_src.load([start_n, 0]).T                                            # K^T tile, (HEAD_DIM, BLOCK_N)
-        else:
-            k_ptrs = k_src + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd  # K^T tile, (HEAD_DIM, BLOCK_N)
-            if MASKED:
-                k = tl.load(k_ptrs, mask=offs_n[None, :] < N, other=0.0)
-            else:
-                k = tl.load(k_ptrs)
-        s = tl.dot(q, k)
-        if MASKED:
-            keep = offs_n[None, :] < N
-            if IS_CAUSAL:
-                keep = keep & (offs_m[:, None] >= offs_n[None, :])
-            s = tl.where(keep, s, float("-inf"))
-        if PRESCALE_Q:  # q was scaled at load
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            x = s - m_new[:, None]
-        else:
-            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
-            x = s * qk_scale - m_new[:, None]
-        if USE_EXP2:
-            p = tl.math.exp2(x)
-            alpha = tl.math.exp2(m_i - m_new)
-        else:
-            p = tl.exp(x)
-            alpha = tl.exp(m_i - m_new)
-        if USE_TMA:
-            v = v_src.load([start_n, 0])
-        else:
-            v_ptrs = v_src + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd  # V tile, (BLOCK_N, HEAD_DIM)
-            if MASKED:
-                v = tl.load(v_ptrs, mask=offs_n[:, None] < N, other=0.0)
-            else:
-                v = tl.load(v_ptrs)
-        p_lo = p.to(v.dtype)
-        if NO_EXTRA_CASTS:
-            l_i = l_i * alpha + tl.sum(p, 1)
-        else:
-            l_i = l_i * alpha + tl.sum(p_lo.to(tl.float32), 1)
-        acc = acc * alpha[:, None]
-        acc = tl.dot(p_lo, v, acc)
-        m_i = m_new
+    if OVERLAP_QK:
+        if lo < hi:
+            last = lo + (hi - lo - 1) // BLOCK_N * BLOCK_N     # the start of the last block
+            s = tl.dot(q, _load_k(k_src, kv_b, kv_h, lo, stride_kn, stride_kd, N, MASKED, BLOCK_N, HEAD_DIM, USE_TMA,
+                                    HOST_DESC))
+            for start_n in tl.range(lo, last, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+                start_n = tl.multiple_of(start_n, BLOCK_N)
+                k = _load_k(k_src, kv_b, kv_h, start_n + BLOCK_N, stride_kn, stride_kd, N, MASKED, BLOCK_N,
+                            HEAD_DIM, USE_TMA, HOST_DESC)
+                s_next = tl.dot(q, k)
+                acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, offs_m, N,
+                                            qk_scale, MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, NO_EXTRA_CASTS,
+                                            USE_EXP2, PRESCALE_Q, USE_TMA, HOST_DESC)
+                s = s_next
+            acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, last, stride_vn, stride_vd, offs_m, N, qk_scale,
+                                        MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, NO_EXTRA_CASTS, USE_EXP2,
+                                        PRESCALE_Q, USE_TMA, HOST_DESC)
+    else:
+        for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+            start_n = tl.multiple_of(start_n, BLOCK_N)
+            s = tl.dot(q, _load_k(k_src, kv_b, kv_h, start_n, stride_kn, stride_kd, N, MASKED, BLOCK_N, HEAD_DIM,
+                                    USE_TMA, HOST_DESC))
+            acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, offs_m, N,
+                                        qk_scale, MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, NO_EXTRA_CASTS, USE_EXP2,
+                                        PRESCALE_Q, USE_TMA, HOST_DESC)
     return acc, l_i, m_i
 
 
@@ -125,7 +183,7 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
               Q_BLOCKS_ON_AXIS0: tl.constexpr, CAUSAL_SKIP: tl.constexpr, TWO_PHASE: tl.constexpr,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
               CONST_STRIDES: tl.constexpr, PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr,
-              HEAVY_FIRST: tl.constexpr):
+              HEAVY_FIRST: tl.constexpr, OVERLAP_QK: tl.constexpr, HOST_DESC: tl.constexpr):
     if Q_BLOCKS_ON_AXIS0:
         start_m = tl.program_id(0)
         off_bh = tl.program_id(1)
@@ -147,31 +205,40 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
         stride_kd = 1
         stride_vd = 1
         stride_od = 1
-    off_b = (off_bh // H).to(tl.int64)
-    off_h = off_bh % H
-    off_hkv = (off_h // GROUP).to(tl.int64)
-    off_h = off_h.to(tl.int64)
-    q_base = Q + off_b * stride_qb + off_h * stride_qh
-    k_base = K + off_b * stride_kb + off_hkv * stride_kh
-    v_base = V + off_b * stride_vb + off_hkv * stride_vh
-    o_base = Out + off_b * stride_ob + off_h * stride_oh
-
+    kv_b = off_bh // H                 # batch and K/V head, as descriptor coordinates (32 bits)
+    kv_h = off_bh % H // GROUP
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m[:, None] < N
-    if USE_TMA:
-        # Tensor descriptors of this head's (N, HEAD_DIM) matrices: the loads are TMA copies into shared memory,
-        # rows past N read as zeros, and stores past N are dropped. The host has checked the 16-byte alignments.
-        k_src = tl.make_tensor_descriptor(k_base, shape=[N, HEAD_DIM], strides=[stride_kn, 1],
-                                          block_shape=[BLOCK_N, HEAD_DIM])
-        v_src = tl.make_tensor_descriptor(v_base, shape=[N, HEAD_DIM], strides=[stride_vn, 1],
-                                          block_shape=[BLOCK_N, HEAD_DIM])
-        q = tl.make_tensor_descriptor(q_base, shape=[N, HEAD_DIM], strides=[stride_qn, 1],
-                                      block_shape=[BLOCK_M, HEAD_DIM]).load([start_m * BLOCK_M, 0])
+    if USE_TMA and HOST_DESC:
+        # Q, K, V and Out are descriptors of the whole (B, heads, N, HEAD_DIM) tensors, made on the host and passed
+        # as kernel parameters: no descriptor is written to memory or fenced at the start of each program.
+        q = Q.load([kv_b, off_bh % H, start_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)
+        k_src = K
+        v_src = V
     else:
-        k_src = k_base
-        v_src = v_base
-        q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
+        off_b = (off_bh // H).to(tl.int64)
+        off_h = off_bh % H
+        off_hkv = (off_h // GROUP).to(tl.int64)
+        off_h = off_h.to(tl.int64)
+        q_base = Q + off_b * stride_qb + off_h * stride_qh
+        k_base = K + off_b * stride_kb + off_hkv * stride_kh
+        v_base = V + off_b * stride_vb + off_hkv * stride_vh
+        o_base = Out + off_b * stride_ob + off_h * stride_oh
+        if USE_TMA:
+            # Tensor descriptors of this head's (N, HEAD_DIM) matrices, made by each program: the loads are TMA
+            # copies into shared memory, rows past N read as zeros, and stores past N are dropped. The host has
+            # checked the 16-byte alignments.
+            k_src = tl.make_tensor_descriptor(k_base, shape=[N, HEAD_DIM], strides=[stride_kn, 1],
+                                              block_shape=[BLOCK_N, HEAD_DIM])
+            v_src = tl.make_tensor_descriptor(v_base, shape=[N, HEAD_DIM], strides=[stride_vn, 1],
+                                              block_shape=[BLOCK_N, HEAD_DIM])
+            q = tl.make_tensor_descriptor(q_base, shape=[N, HEAD_DIM], strides=[stride_qn, 1],
+                                          block_shape=[BLOCK_M, HEAD_DIM]).load([start_m * BLOCK_M, 0])
+        else:
+            k_src = k_base
+            v_src = v_base
+            q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
     if PRESCALE_Q:
         q = (q * qk_scale).to(q.dtype)
 
@@ -191,19 +258,24 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
         else:
             # Only a ragged last block needs the mask (keys past N).
             split = N // BLOCK_N * BLOCK_N
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, stride_kn, stride_kd, stride_vn, stride_vd,
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, split, N, qk_scale, False, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA)
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, stride_kn, stride_kd, stride_vn, stride_vd,
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
+                                  HOST_DESC)
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, split, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA)
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
+                                  HOST_DESC)
     else:
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, stride_kn, stride_kd, stride_vn, stride_vd,
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA)
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
+                                  HOST_DESC)
 
-    out = (acc / l_i[:, None]).to(Out.dtype.element_ty)
-    if USE_TMA:
+    out = (acc / l_i[:, None]).to(q.dtype)   # out has q's dtype (checked on the host)
+    if USE_TMA and HOST_DESC:
+        Out.store([kv_b, off_bh % H, start_m * BLOCK_M, 0], out.reshape(1, 1, BLOCK_M, HEAD_DIM))
+    elif USE_TMA:
         tl.make_tensor_descriptor(o_base, shape=[N, HEAD_DIM], strides=[stride_on, 1],
                                   block_shape=[BLOCK_M, HEAD_DIM]).store([start_m * BLOCK_M, 0], out)
     else:

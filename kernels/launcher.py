@@ -8,12 +8,14 @@ from typing import Iterable
 
 import torch
 import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import inputs
 from .flash_fwd import _attn_fwd
 from .stages import FINAL, ALL_SWITCHES, Tile, check_switches, default_tile, frozen_switches, get_stage, variant_name
 
 LOG2E = math.log2(math.e)
+TENSOR_ARGS = ("Q", "K", "V", "Out")  # the kernel's first four parameters: tensors, or TMA descriptors of them
 FP32_MAX, FP32_MIN_NORMAL = 3.4028234663852886e38, 1.1754943508222875e-38
 
 
@@ -67,7 +69,7 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         raise ValueError(f"sm_scale={sm_scale!r} is outside what the kernel's float32 scores can carry "
                          f"(scale x log2(e) must be within [{FP32_MIN_NORMAL:.3g}, {FP32_MAX / 4:.3g}]); "
                          f"rescale q instead")
-    t = inputs.check_tile(tile, default_tile(switches, D))
+    t = inputs.check_tile(tile, default_tile(switches, D, N))
     if "const_strides" in switches:
         inputs.check_rows_contiguous(label, q=q, k=k, v=v, out=out)
     if "tma" in switches:
@@ -79,13 +81,26 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
                          f"split the batch, or use a larger block_m")
     qk_scale = float(sm_scale) * (LOG2E if on["USE_EXP2"] else 1.0)  # with PRESCALE_Q the kernel scales Q by it
-    kwargs = dict(Q=q, K=k, V=v, Out=out, qk_scale=qk_scale)
+    kwargs = dict(zip(TENSOR_ARGS, host_descriptors(q, k, v, out, t) if on["HOST_DESC"] and on["USE_TMA"]
+                      else (q, k, v, out)), qk_scale=qk_scale)
     for prefix, t_ in (("q", q), ("k", k), ("v", v), ("o", out)):
         for axis, s in zip("bhnd", t_.stride()):
             kwargs[f"stride_{prefix}{axis}"] = s
     kwargs.update(H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=t.block_m, BLOCK_N=t.block_n, IS_CAUSAL=causal,
                   **on)
     return Launch(label, switches, t, grid, kwargs)
+
+
+def host_descriptors(q, k, v, out, tile: Tile) -> tuple:
+    """TMA descriptors of the whole (B, heads, N, D) tensors, for the kernel's HOST_DESC path: one block is one
+    (batch, head)'s BLOCK_M rows of q and out, or BLOCK_N rows of k and v."""
+    D = q.shape[-1]
+
+    def strides(t):  # a dimension of size 1 is never stepped over: give it a stride that TMA accepts (D elements)
+        return [st if n > 1 else D for st, n in zip(t.stride()[:-1], t.shape[:-1])] + [1]
+
+    return tuple(TensorDescriptor(t, list(t.shape), strides(t), [1, 1, rows, D])
+                 for t, rows in ((q, tile.block_m), (k, tile.block_n), (v, tile.block_n), (out, tile.block_m)))
 
 
 def _compile_failure(launch: Launch, err: Exception, detail: str = "") -> TileNotSupportedError:
@@ -136,7 +151,6 @@ def launch_kernel(launch: Launch):
 # A later call with the same signature goes straight to the launch; any other call takes the full path, so every
 # bad input still gets its error. The cache holds no tensor.
 # ---------------------------------------------------------------------------------------------------------------
-TENSOR_ARGS = ("Q", "K", "V", "Out")
 _REST = tuple(_attn_fwd.arg_names[len(TENSOR_ARGS):])
 assert tuple(_attn_fwd.arg_names[:len(TENSOR_ARGS)]) == TENSOR_ARGS
 CACHE_SIZE = 4096  # signatures kept; the cache is emptied when full
@@ -151,6 +165,7 @@ class _Plan:
     tile: Tile
     grid: tuple
     rest: tuple
+    host_desc: bool = False      # the tensors go to the kernel as TMA descriptors made on the host
     direct: tuple | None = None
 
 
@@ -209,8 +224,9 @@ def _launch_jit(plan: _Plan, q, k, v, out) -> None:
     e.g. Triton's proton), which needs Triton's own path. The direct call passes the pointers as integers: the
     checks have made sure that they are CUDA memory of the current device, which is all that Triton's per-pointer
     driver query would check again."""
+    tensors = host_descriptors(q, k, v, out, plan.tile) if plan.host_desc else (q, k, v, out)
     launch = Launch(plan.label, frozenset(), plan.tile, plan.grid,
-                    {**dict(zip(TENSOR_ARGS, (q, k, v, out))), **dict(zip(_REST, plan.rest))})
+                    {**dict(zip(TENSOR_ARGS, tensors)), **dict(zip(_REST, plan.rest))})
     kernel = launch_kernel(launch)
     if kernel is not None and q.is_cuda:
         plan.direct = _direct_launcher(kernel)
@@ -252,7 +268,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
         inputs.check_runnable(q)
         inputs.check_no_alias(q, k, v, out)
-        plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in _REST))
+        plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in _REST),
+                     host_desc=isinstance(launch.kwargs["Q"], TensorDescriptor))
         if key is not None:
             if len(_PLANS) >= CACHE_SIZE:
                 _PLANS.clear()

@@ -8,7 +8,10 @@ seven). Ablation variants are any other subset of the switches.
 """
 from __future__ import annotations
 
+import csv
+import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Mapping
 
 
@@ -90,6 +93,14 @@ BEYOND: Mapping[str, Switch] = {
         Switch("heavy_first", "v10",
                "causal: the query blocks are launched in reverse order, the longest (last) ones first",
                "HEAVY_FIRST"),
+        Switch("host_descriptors", "v11",
+               "the TMA descriptors are made once on the host, for the whole tensors, and passed as kernel "
+               "parameters, instead of by every program in global memory",
+               "HOST_DESC"),
+        Switch("tuned_tiles", "v12",
+               "the tile depends on N: the fastest of a recorded tuning run at the nearest tuned N below "
+               "(kernels/tuned_tiles.csv, chosen from the data by workflow/scripts/choose_tiles.py)",
+               ""),
     )
 }
 
@@ -100,6 +111,11 @@ EXTENSIONS: Mapping[str, Switch] = {
         Switch("prescale_q", "",
                "Q is multiplied by the softmax scale once, at load, instead of every score in the loop (C10)",
                "PRESCALE_Q"),
+        Switch("overlap_qk", "",
+               "the KV loop pipelined by hand: the scores of the next block are asked of the tensor cores before the "
+               "softmax of the current one (FlashAttention-3's intra-warpgroup overlap, if Triton keeps the MMA "
+               "in flight)",
+               "OVERLAP_QK"),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **EXTENSIONS}
@@ -109,9 +125,35 @@ HOPPER_TILE = Tile(64, 64, 4, 3)        # one warpgroup of 64 query rows: wgmma'
 HOPPER_TILE_D256 = Tile(64, 32, 4, 2)   # D = 256: the K and V stages of 64x64x3 do not fit in 227 KiB
 
 
-def default_tile(switches: Iterable[str], D: int = 128) -> Tile:
-    """The tile a variant runs at unless one is given: the Hopper tile once `hopper_tile` is on, else the article's."""
-    if "hopper_tile" in frozenset(switches):
+TUNED_TILES = Path(__file__).with_name("tuned_tiles.csv")
+
+
+@functools.lru_cache(maxsize=None)
+def tuned_tiles() -> tuple:
+    """The recorded choice of tile per (D, N): rows of kernels/tuned_tiles.csv as (D, N, Tile), by N."""
+    with open(TUNED_TILES, newline="") as f:
+        rows = [(int(r["D"]), int(r["N"]), Tile(int(r["block_m"]), int(r["block_n"]), int(r["num_warps"]),
+                                                int(r["num_stages"]))) for r in csv.DictReader(f)]
+    return tuple(sorted(rows, key=lambda r: (r[0], r[1])))
+
+
+def tuned_tile(D: int, N: int) -> Tile | None:
+    """The tuned tile of the largest tuned N not above N (the smallest tuned N below the table), or None when
+    nothing was tuned at this head dim."""
+    rows = [(n, t) for d, n, t in tuned_tiles() if d == D]
+    if not rows:
+        return None
+    below = [t for n, t in rows if n <= N]
+    return below[-1] if below else rows[0][1]
+
+
+def default_tile(switches: Iterable[str], D: int = 128, N: int | None = None) -> Tile:
+    """The tile a variant runs at unless one is given: with `tuned_tiles` and a known N, the recorded choice at that
+    N (where this head dim was tuned); else the Hopper tile once `hopper_tile` is on; else the article's."""
+    switches = frozenset(switches)
+    if "tuned_tiles" in switches and N is not None and (t := tuned_tile(D, N)) is not None:
+        return t
+    if "hopper_tile" in switches:
         return HOPPER_TILE if D <= 128 else HOPPER_TILE_D256
     return ARTICLE_TILE
 
@@ -247,7 +289,7 @@ def named_variants() -> dict:
     switches, the article's final stage with each of our extensions (v7+x), and the leave-one-out ablations of our
     last stage."""
     return {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out(FINAL), **add_one_in(BASELINE),
-            **extended(FINAL), **leave_one_out(LAST)}
+            **extended(FINAL), **leave_one_out(LAST), **extended(LAST)}
 
 
 def resolve_variant(name: str) -> frozenset:

@@ -122,14 +122,42 @@ def test_tma_replaces_the_pointer_loads(stages):
 
 
 def test_heavy_first_only_renumbers_the_blocks(stages):
-    """v10's change is a few integer instructions at the start: the products and exponentials are untouched (the
-    compiler may place the TMA loads differently: 11 UTMALDG in v9, 13 in v10)."""
+    """v10's change is a few integer instructions at the start: the products and exponentials are untouched, and the
+    binary grows by at most 1% (the compiler places the TMA loads a little differently: 11 UTMALDG in v9, 13 in
+    v10)."""
     from kernels.stages import previous_stage, stage_adding
     hf = stage_adding("heavy_first")
     before, after = at(stages, previous_stage(hf)), at(stages, hf)
-    assert 0 < after["sass_instructions"] - before["sass_instructions"] <= 8
+    assert 0 < after["sass_instructions"] - before["sass_instructions"] <= 0.01 * before["sass_instructions"]
     for op in ("sass.HGMMA", "sass.MUFU.EX2"):
         assert after[op] == before[op]
+
+
+def test_host_descriptors_drop_the_per_program_descriptor_setup(stages):
+    """v11's change: no descriptor is written and fenced by each program, so fewer fences, branches and
+    instructions, with the same loop (HGMMA, TMA loads, exponentials)."""
+    from kernels.stages import previous_stage, stage_adding
+    hd = stage_adding("host_descriptors")
+    before, after = at(stages, previous_stage(hd)), at(stages, hd)
+    assert after["sass.FENCE"] < before["sass.FENCE"] and after["sass.BRA"] < before["sass.BRA"]
+    assert after["sass_instructions"] < 0.9 * before["sass_instructions"]
+    for op in ("sass.HGMMA", "sass.UTMALDG", "sass.MUFU.EX2"):
+        assert after[op] == before[op]
+
+
+def test_triton_waits_for_every_warpgroup_mma(tmp_path):
+    """Why the softmax does not overlap the products in Triton 3.6: after every group of HGMMA the warpgroup waits
+    for all of them (WARPGROUP.DEPBAR.LE gsb0, 0x0), even when the loop asks for the next block's scores before the
+    softmax of the current one (overlap_qk), which only costs registers and shared memory."""
+    from kernels.stages import LAST
+    t = build(tmp_path, "--variants", LAST, f"{LAST}+overlap_qk", "--archs", "90")
+    for variant in (LAST, f"{LAST}+overlap_qk"):
+        sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
+        waits = [line.split("WARPGROUP.DEPBAR.LE", 1)[1].split(";")[0].strip() for line in sass.splitlines()
+                 if "WARPGROUP.DEPBAR.LE" in line]
+        assert waits and set(waits) == {"gsb0, 0x0"}, waits
+    (plain,), (overlap,) = ([m for k, m in t.items() if k[0] == v] for v in (LAST, f"{LAST}+overlap_qk"))
+    assert overlap["registers"] > plain["registers"] and overlap["shared_bytes"] > plain["shared_bytes"]
 
 
 def test_warp_specialization_refused_on_sm120(stages):

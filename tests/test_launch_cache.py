@@ -56,7 +56,7 @@ def test_second_call_skips_the_checks_and_is_still_right(counted):
     (dict(causal=1), TypeError, "causal must be True or False, got 1"),
     (dict(sm_scale=True), ValueError, "sm_scale must be a positive finite number, got True"),
     (dict(sm_scale=math.nan), ValueError, "sm_scale must be a positive finite number, got nan"),
-    (dict(stage="v8"), ValueError, "unknown stage 'v8'"),
+    (dict(stage="v99"), ValueError, "unknown stage 'v99'"),
     (dict(block_m=32.0), TypeError, "block_m must be an int, got 32.0"),
     (dict(block_m=True), TypeError, "block_m must be an int, got True"),
     (dict(switches="exp2"), TypeError, "got the string 'exp2'; write switches={'exp2'}"),

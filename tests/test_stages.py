@@ -89,3 +89,28 @@ def test_registry_imports_neither_torch_nor_triton():
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_tuned_tiles_are_the_recorded_choice(tmp_path):
+    """kernels/tuned_tiles.csv is what choose_tiles.py derives from the committed tuning run it names, and the tuned
+    stage takes the tile of the nearest tuned N below."""
+    import csv
+    from pathlib import Path
+
+    import choose_tiles
+    from kernels.stages import TUNED_TILES, Tile, default_tile, stage_adding, tuned_tiles
+    root = Path(__file__).resolve().parents[1]
+    rows = list(csv.DictReader(open(TUNED_TILES)))
+    run = root / "data" / "nvidia-h200" / rows[0]["run"]
+    out = tmp_path / "tuned.csv"
+    choose_tiles.main(["--run", str(run), "--out", str(out)])
+    assert out.read_text() == TUNED_TILES.read_text()
+    switches = STAGES[stage_adding("tuned_tiles")].switches
+    table = {n: t for d, n, t in tuned_tiles() if d == 128}
+    ns = sorted(table)
+    for lo, hi in zip(ns, ns[1:]):
+        assert default_tile(switches, 128, lo) == table[lo] == default_tile(switches, 128, hi - 1)
+    assert default_tile(switches, 128, 1) == table[ns[0]]
+    assert default_tile(switches, 128, 10 * ns[-1]) == table[ns[-1]]
+    assert default_tile(switches, 64, ns[-1]) == default_tile(switches - {"tuned_tiles"}, 64, ns[-1])  # untuned D
+    assert isinstance(table[ns[0]], Tile)

@@ -62,7 +62,7 @@ def expand(m: dict, sets=SETS) -> list:
 
     def own_tile(variant, shape):
         """Every stage and ablation variant runs at its own default tile (the article's, or ours from v8 on)."""
-        return default_tile(resolve_variant(variant), shape.D)
+        return default_tile(resolve_variant(variant), shape.D, shape.N)
 
     def stages_and_torch(set_name, shape, layout=""):
         out.extend(Entry(set_name, "triton", v, shape, own_tile(v, shape), layout) for v in STAGES)
@@ -71,7 +71,7 @@ def expand(m: dict, sets=SETS) -> list:
     if "headline" in sets:
         stages_and_torch("headline", HEADLINE)
     if "ablation" in sets:
-        for name, sw in {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL),
+        for name, sw in {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL), **extended(LAST),
                          **leave_one_out(LAST)}.items():
             if not stage_of(sw):  # v7-const_strides is v6 and v0+grid_order is v1: timed as stages
                 out.append(Entry("ablation", "triton", name, HEADLINE, own_tile(name, HEADLINE)))
@@ -123,7 +123,7 @@ def profile_entries(m: dict) -> list:
                    Tile(x["block_m"], x["block_n"], x["num_warps"], x["num_stages"])) for x in p.get("extra", [])]
     for e in extra:
         resolve_variant(e.variant)
-    return ([Entry("profile", "triton", v, HEADLINE, default_tile(resolve_variant(v), HEADLINE.D))
+    return ([Entry("profile", "triton", v, HEADLINE, default_tile(resolve_variant(v), HEADLINE.D, HEADLINE.N))
              for v in p["variants"]] + extra
             + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]])
 

@@ -64,22 +64,24 @@ def cases(quick: bool = False) -> list:
             for dt in dtypes:
                 for causal in (True, False):
                     out.append(Case(name, st.switches, Shape(**{**sh.as_dict(), "dtype": dt, "causal": causal}),
-                                    default_tile(st.switches, sh.D)))
-    ablations = {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL), **leave_one_out(LAST)}
+                                    default_tile(st.switches, sh.D, sh.N)))
+    ablations = {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL), **leave_one_out(LAST),
+                 **extended(LAST)}
     for name, sw in ablations.items():
         if stage_of(sw):
             continue  # v7-const_strides is v6, v0+grid_order is v1: already above
         for dt in dtypes:
             for causal in (True, False):
                 out.append(Case(name, sw, Shape(**{**HEADLINE.as_dict(), "dtype": dt, "causal": causal}),
-                                default_tile(sw, HEADLINE.D)))
+                                default_tile(sw, HEADLINE.D, HEADLINE.N)))
     tiles = [Tile(16, 16, 4, 3), Tile(32, 64, 4, 3), Tile(64, 32, 4, 3), Tile(64, 64, 4, 3), Tile(64, 64, 8, 3),
              Tile(128, 64, 8, 3), Tile(128, 128, 8, 2), Tile(64, 128, 4, 2), Tile(32, 32, 4, 2), Tile(32, 32, 4, 4)]
     strided = {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out(LAST)}
     for name, sw in strided.items():               # non-contiguous inputs, for the variants that take any strides
         if "const_strides" not in sw:
             for causal in (True, False):
-                out.append(Case(name, sw, Shape(2, 4, 2, 200, 64, "float16", causal), default_tile(sw, 64), "bnhd"))
+                out.append(Case(name, sw, Shape(2, 4, 2, 200, 64, "float16", causal), default_tile(sw, 64, 200),
+                                "bnhd"))
     tiles += [Tile(128, 128, 8, 3), Tile(128, 64, 4, 2), Tile(64, 128, 4, 3)]
     ws = stage_adding("warp_specialize")           # other tiles: around warp specialization, the article's final stage
     for name in dict.fromkeys((previous_stage(ws), ws, FINAL, LAST)):   # and our last
@@ -91,7 +93,7 @@ def cases(quick: bool = False) -> list:
 
 def cpu_cases(ns) -> list:
     """For the interpreter: every stage, causal and not, at small float16 shapes (bf16: see the tests)."""
-    return [Case(name, st.switches, Shape(1, 4, 2, n, 64, "float16", causal), default_tile(st.switches, 64))
+    return [Case(name, st.switches, Shape(1, 4, 2, n, 64, "float16", causal), default_tile(st.switches, 64, n))
             for name, st in STAGES.items() for n in ns for causal in (True, False)]
 
 
