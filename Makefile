@@ -10,9 +10,11 @@ LOCK ?= requirements/lock.txt
 SUDO ?= $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # Debian's TeX Live for latexmk, and poppler for the tests that read the PDF.
 TEX_PACKAGES = latexmk texlive-latex-recommended texlive-fonts-recommended poppler-utils
+# Debian's Slurm and MUNGE for tests/test_slurm.py, which starts a one-node SLURM cluster of its own.
+SLURM_PACKAGES = slurm-wlm munge
 
 .DEFAULT_GOAL := help
-.PHONY: help smoke paper test report build measure tex lock release clean
+.PHONY: help smoke paper test report build measure tex slurm lock release clean
 
 ## help: list the commands (the default)
 help:
@@ -46,6 +48,20 @@ tex:
 	    exit 1; \
 	  fi; }
 
+## slurm: Slurm and MUNGE for the SLURM test: installed from Debian's packages where apt-get exists, else what to
+##        install is said (the test then fails, naming what is missing)
+slurm:
+	@export PATH="$$PATH:/usr/sbin:/sbin"; \
+	command -v sbatch >/dev/null && command -v slurmctld >/dev/null && command -v slurmd >/dev/null && \
+	  command -v munged >/dev/null || { \
+	  if command -v apt-get >/dev/null; then \
+	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	      --no-install-recommends $(SLURM_PACKAGES) >/dev/null; \
+	  else \
+	    echo "tests/test_slurm.py starts a one-node SLURM cluster: it needs slurmctld, slurmd, sbatch and munged."; \
+	    echo "  Fedora:  sudo dnf install slurm slurm-slurmctld slurm-slurmd munge"; \
+	  fi; }
+
 ## smoke: kick the tires in about two minutes: build v7 for sm_90, verify it in the interpreter, the paper from data
 smoke: $(VENV)/.installed tex
 	env -u TRITON_INTERPRET $(BIN)/python -m kernels.build --variants v7 --archs 90 --out results/smoke/build
@@ -59,7 +75,7 @@ paper: $(VENV)/.installed tex
 	@echo "built results/paper.pdf"
 
 ## test: the whole test suite on the CPU, the pipeline end to end included
-test: $(VENV)/.installed tex
+test: $(VENV)/.installed tex slurm
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -q tests
 
 ## report: Snakemake's HTML report with every figure (after `make paper`)
