@@ -276,7 +276,8 @@ an editable install of the working tree)."""
             "mem_mb=1000", "cpus_per_task=1",
             "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5",
             "--slurm-keep-successful-logs", *args]
-    env = {**cluster.env, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))}
+    env = {**cluster.env, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])),
+           "GPU_LOCK_DIR": str(cluster.top)}  # gpu_pin's lock files: in the cluster's folder, not /tmp
     proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
     return proc, proc.stdout + proc.stderr
 
