@@ -101,6 +101,10 @@ BEYOND: Mapping[str, Switch] = {
                "the tile depends on N: the fastest of a recorded tuning run at the nearest tuned N below "
                "(kernels/tuned_tiles.csv, chosen from the data by workflow/scripts/choose_tiles.py)",
                ""),
+        Switch("heads_inner", "v13",
+               "grid axis 0 = batch*head again (the article's v1 undone): with heavy_first, every head's heaviest "
+               "query block starts before any lighter one, longest-first over the whole grid",
+               "", replaces="grid_order"),
     )
 }
 
