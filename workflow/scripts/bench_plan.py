@@ -142,7 +142,13 @@ def check_plan(m: dict) -> list:
     """Expand the whole plan (every set, the profiled and the premise entries) and check every entry, so that a bad
     plan fails when the pipeline is parsed (a dry run), not inside a GPU job: unknown variants, shapes the kernel
     does not take. Returns the entries."""
-    entries = expand(m) + profile_entries(m) + premise_entries(m)
+    timed = expand(m)
+    timed_keys = {e.key for e in timed}
+    untimed = [e.key for e in profile_entries(m) if e.key not in timed_keys]
+    if untimed:
+        raise ValueError(f"profiled entries that no bench set times (the cross-check needs both): {untimed}; add "
+                         f"them to a set (e.g. plan.tiles) or drop them from plan.profile")
+    entries = timed + profile_entries(m) + premise_entries(m)
     for e in entries:
         s = e.shape
         where = f"plan entry {e.key} (sets: {e.set})"

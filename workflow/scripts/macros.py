@@ -371,6 +371,9 @@ def timing_macros(agg: Path) -> dict:
     """The kernel timer's cross-check with Nsight, its host-sleep check, and the launch cost."""
     m = {}
     cc = pd.read_csv(agg / "crosscheck.csv")
+    m["CrossUntimed"] = str(int((~cc.timed).sum()))
+    m["CrossUntimedRuns"] = listing(sorted(set(cc[~cc.timed].run))) or "none"
+    cc = cc[cc.timed]
     m["CrossMaxPct"] = f"{cc.diff_pct.abs().max():.1f}"
     m["CrossBoundPct"] = f"{cc.max_pct.iloc[0]:g}"
     m["CrossEntries"] = str(cc.key.nunique())

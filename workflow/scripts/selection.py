@@ -17,11 +17,18 @@ from kernels.stages import stage_adding as _stage_adding  # noqa: E402
 from kernels.stages import without as _without  # noqa: E402
 from kernels.stages import SWITCHES as _SWITCHES  # noqa: E402
 from kernels.stages import extended as _extended  # noqa: E402
-from kernels.stages import resolve_variant, variant_name  # noqa: E402,F401
+from kernels.stages import parse_switches_label, resolve_variant, variant_name  # noqa: E402,F401
+from kernels.stages import ARTICLE_STAGES as _ARTICLE_STAGES  # noqa: E402
+from kernels.stages import OUR_STAGES as _OUR_STAGES  # noqa: E402
+from kernels.stages import LAST as _LAST  # noqa: E402
+from kernels.stages import default_tile as _default_tile  # noqa: E402
 
 HEADLINE = _HEADLINE.as_dict()
 ARTICLE_TILE = asdict(_TILE)
-STAGES = list(_STAGES)
+STAGES = list(_ARTICLE_STAGES)                       # the article's stages (v0 ... v7)
+OUR_STAGES = list(_OUR_STAGES)                       # ours beyond it, on Hopper
+ALL_STAGES = STAGES + OUR_STAGES
+LAST = _LAST                                         # our last stage
 BASELINE, FINAL = _BASELINE, _FINAL                  # the article's first and last stages
 FINAL_NO_WS = _without(_FINAL, "warp_specialize")    # the final stage without warp specialization
 CAUSAL_SKIP_STAGE = _stage_adding("causal_skip")     # the stage that skips the blocks above the diagonal
@@ -44,3 +51,14 @@ def at_headline(df: pd.DataFrame) -> pd.Series:
 
 def at_article_tile(df: pd.DataFrame) -> pd.Series:
     return where(df, **ARTICLE_TILE)
+
+
+def at_own_tile(df: pd.DataFrame) -> pd.Series:
+    """Rows of Triton variants timed at their own default tile (the article's for v0 ... v7, ours from v8 on, the
+    tuned tile of its N for a tuned stage); rows of other implementations are kept."""
+    def own(r) -> bool:
+        if r.impl != "triton":
+            return True
+        t = _default_tile(parse_switches_label(r.switches), int(r.D), int(r.N))
+        return (r.block_m, r.block_n, r.num_warps, r.num_stages) == (t.block_m, t.block_n, t.num_warps, t.num_stages)
+    return df.apply(own, axis=1) if len(df) else pd.Series(dtype=bool)

@@ -142,6 +142,7 @@ def entry_label(variant: str, block_m, block_n, num_warps, num_stages) -> str:
 
 def crosscheck_table(agg: Path, out: Path) -> None:
     cc = pd.read_csv(agg / "crosscheck.csv")
+    cc = cc[cc.timed]
     tc = pd.read_csv(agg / "timer_check.csv")
     longest = tc.sleep_us.max()
     slept = tc[tc.sleep_us == longest].groupby("key")[["kernel_change_pct", "event_change_pct"]]

@@ -9,6 +9,7 @@ import seaborn as sns
 
 a = c.args(__doc__)
 cc = pd.read_csv(a.agg / "crosscheck.csv")
+cc = cc[cc.timed].copy()
 tc = pd.read_csv(a.agg / "timer_check.csv")
 bound = cc.max_pct.iloc[0]
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
