@@ -2,6 +2,8 @@
 localrules:
     aggregate,
     claims,
+    ours,
+    predictions,
     figure,
     step_times,
     tables,
@@ -69,3 +71,46 @@ rule claims:
         py=PY,
     shell:
         "{params.py} workflow/scripts/claims.py --agg $(dirname {input.headline}) --article data/article --out {output.claims} > {log} 2>&1"
+
+
+rule ours:
+    """Our stages beyond the article: each at the headline against cuDNN and FlashAttention-2, and every stage and
+    backend at each N of the sweep (time, TFLOP/s, percent of the measured matrix roof, ratio to cuDNN)."""
+    input:
+        "workflow/scripts/ours.py",
+        "workflow/scripts/selection.py",
+        "kernels/tuned_tiles.csv",
+        per_run=rules.aggregate.output.per_run,
+        ceilings=rules.aggregate.output.ceilings,
+    output:
+        stages=f"{AGG}/ours_stages.csv",
+        per_n=f"{AGG}/per_n.csv",
+    log:
+        "logs/ours.log",
+    benchmark:
+        f"{BENCH}/ours.tsv"
+    params:
+        py=PY,
+    shell:
+        "{params.py} workflow/scripts/ours.py --agg $(dirname {input.per_run}) > {log} 2>&1"
+
+
+rule predictions:
+    """Each prediction written before a stage was measured (data/predictions/stages.csv) beside the measurement."""
+    input:
+        "workflow/scripts/predictions.py",
+        "workflow/scripts/selection.py",
+        predictions="data/predictions/stages.csv",
+        per_run=rules.aggregate.output.per_run,
+        ncu=rules.aggregate.output.ncu,
+    output:
+        report(f"{AGG}/predictions.csv", category="Claims", caption="../report/claims.rst"),
+    log:
+        "logs/predictions.log",
+    benchmark:
+        f"{BENCH}/predictions.tsv"
+    params:
+        py=PY,
+    shell:
+        "{params.py} workflow/scripts/predictions.py --predictions {input.predictions} "
+        "--agg $(dirname {input.per_run}) --out {output} > {log} 2>&1"

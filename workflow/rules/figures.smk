@@ -1,6 +1,6 @@
 # One script per figure, named as the figure (workflow/scripts/figures/<name>.py -> results/figures/<name>.pdf).
 FIGURES = ["stage_times", "stage_waterfall", "ncu_panels", "n_sweep", "qwen3", "tile_heatmap", "ablation",
-           "timer_check", "launch_cost"]
+           "timer_check", "launch_cost", "ours_waterfall", "ours_sweep"]
 
 
 rule figure:
@@ -10,6 +10,7 @@ rule figure:
         common="workflow/scripts/figures/common.py",
         selection="workflow/scripts/selection.py",
         data=rules.aggregate.output,
+        ours=rules.ours.output,
         article="data/article/timings.csv",
     output:
         pdf="results/figures/{name}.pdf",

@@ -37,6 +37,8 @@ rule tables:
     input:
         rules.aggregate.output,
         rules.claims.output,
+        rules.ours.output,
+        rules.predictions.output,
         "workflow/scripts/tables.py",
         headline=rules.aggregate.output.headline,
         step_times=rules.step_times.output,
@@ -49,6 +51,9 @@ rule tables:
         crosscheck=report("results/tables/crosscheck.tex", category="Tables", caption="../report/table.rst"),
         launch_cost=report("results/tables/launch_cost.tex", category="Tables", caption="../report/table.rst"),
         step_times=report("results/tables/step_times.tex", category="Tables", caption="../report/table.rst"),
+        ours=report("results/tables/ours.tex", category="Tables", caption="../report/table.rst"),
+        per_n=report("results/tables/per_n.tex", category="Tables", caption="../report/table.rst"),
+        predictions=report("results/tables/predictions.tex", category="Tables", caption="../report/table.rst"),
     log:
         "logs/tables.log",
     benchmark:
@@ -66,6 +71,8 @@ rule macros:
     input:
         rules.aggregate.output,
         rules.claims.output,
+        rules.ours.output,
+        rules.predictions.output,
         "kernels/flash_fwd.py",
         "workflow/scripts/macros.py",
         "results/verify/cpu/correctness.csv",

@@ -251,13 +251,123 @@ def step_macros(agg: Path) -> dict:
     return m
 
 
+def ours_macros(agg: Path) -> dict:
+    """Our stages beyond the article: each at the headline against cuDNN and FA2, our last stage at each N, the
+    predictions' verdicts, the leave-one-out of our last stage, and the Nsight evidence of what holds it."""
+    from selection import LAST, OUR_STAGES, FINAL
+    m = {"OursLast": LAST, "OursFirst": OUR_STAGES[0], "OursCount": str(len(OUR_STAGES))}
+    o = pd.read_csv(agg / "ours_stages.csv").groupby("stage")
+    for st, g in o:
+        m[name("Stage", st, "Us")] = f"{g.time_us.median():.1f}"
+        m[name("Stage", st, "PctCudnn")] = f"{g.pct_cudnn.median():.0f}"
+        m[name("Stage", st, "PctFlash")] = f"{g.pct_flash.median():.0f}"
+        m[name("Stage", st, "Runs")] = str(g.run.nunique())
+        if st == LAST:
+            m["LastUs"], m["LastPctCudnn"], m["LastPctFlash"] = (m[name("Stage", st, k)] for k in
+                                                                 ("Us", "PctCudnn", "PctFlash"))
+    p = pd.read_csv(agg / "per_n.csv")
+    last = p[p.variant == LAST]
+    x = last.groupby(["dtype", "N"]).x_cudnn.median()
+    for dt in ("float16", "bfloat16"):
+        xd = x.loc[dt]
+        tag = "Fp" if dt == "float16" else "Bf"
+        m[name("Last", tag, "AtOrBelow")] = listing([str(n) for n, v in xd.items() if v <= 1.0]) or "none"
+        m[name("Last", tag, "Above")] = listing([str(n) for n, v in xd.items() if v > 1.0]) or "none"
+        m[name("Last", tag, "BestX")] = f"{xd.min():.2f}"
+        m[name("Last", tag, "BestN")] = str(int(xd.idxmin()))
+        m[name("Last", tag, "WorstX")] = f"{xd.max():.2f}"
+        m[name("Last", tag, "WorstN")] = str(int(xd.idxmax()))
+    big = last[(last.dtype == "float16") & (last.N == last.N.max())]
+    cud = p[(p.variant == "torch-cudnn") & (p.dtype == "float16") & (p.N == last.N.max()) & p.run.isin(big.run)]
+    m["LastMaxN"] = str(int(last.N.max()))
+    m["LastMaxNTflops"] = f"{big.tflops.median():.0f}"
+    m["LastMaxNPctRoof"] = f"{big.pct_roof.median():.0f}"
+    m["CudnnMaxNTflops"] = f"{cud.tflops.median():.0f}"
+    m["CudnnMaxNPctRoof"] = f"{cud.pct_roof.median():.0f}"
+    m["LastRuns"] = str(last.run.nunique())
+    spread = p[p.variant.isin(OUR_STAGES) & (p.N == p.N.max())].groupby(["variant", "dtype"]).x_cudnn
+    spread = (spread.max() / spread.min() - 1).dropna()
+    m["MaxNSpreadPct"] = f"{100 * spread.max():.0f}"
+    qw = pd.read_csv(agg / "per_run.csv")
+    qw = qw[qw.set.fillna("").str.contains("qwen3") & (qw.dtype == HEADLINE.dtype)]
+    qw = qw[(qw.variant == LAST) & selection.at_own_tile(qw) | (qw.variant == "torch-cudnn")]
+    qt = qw.pivot_table(index=["run", "N", "H"], columns="variant", values="time_us", aggfunc="median").dropna()
+    qpct = (100 * qt[LAST] / qt["torch-cudnn"]).groupby(["N", "H"]).median()
+    for n, g in qpct.groupby(level="N"):
+        m[name("QwenLast", "N", n, "Range")] = f"{g.min():.0f}--{g.max():.0f}"
+    m["QwenNs"] = listing([str(n) for n in sorted(qpct.index.get_level_values("N").unique())])
+    pred = pd.read_csv(agg / "predictions.csv")
+    measured = pred[pred.verdict != "not measured"]
+    m["PredTotal"] = str(len(pred))
+    for v in ("holds", "better", "worse"):
+        m[name("Pred", v)] = str(int((measured.verdict == v).sum()))
+    quantity = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
+    m["PredWorseList"] = listing([f"{r.stage}'s {quantity.get(r.quantity, r.quantity)} at $N={r.N}$ ({r.measured_pct:+.1f}\\% "
+                                  f"against {r.low_pct:+g}..{r.high_pct:+g})" for r in measured.itertuples()
+                                  if r.verdict == "worse"]) or "none"
+    pr = pd.read_csv(agg / "per_run.csv")
+    h = pr[selection.at_headline(pr) & (pr.impl == "triton")]
+    t = h.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+    own = t[LAST].dropna()
+    for sw in STAGE_SWITCHES_OF(LAST):
+        v = selection.variant_name(selection.resolve_variant(f"{LAST}-{sw}"))
+        if v in t:
+            both = t[[LAST, v]].dropna()
+            m[name("AblLast", sw, "Pct")] = f"{(100 * (both[v] / both[LAST] - 1)).median():+.0f}"
+    for ext in ("overlap_qk", "prescale_q"):
+        v = f"{LAST}+{ext}"
+        if v in t:
+            both = t[[LAST, v]].dropna()
+            m[name("AblLastPlus", ext, "Pct")] = f"{(100 * (both[v] / both[LAST] - 1)).median():+.0f}"
+    from kernels.stages import TUNED_TILES
+    tt = pd.read_csv(TUNED_TILES)
+    m["TunedRun"] = str(tt.run.iloc[0])
+    m["TunedVariant"] = str(tt.variant.iloc[0])
+    m["TunedTilesTried"] = str(int(tt.tiles_tried.max()))
+    tiles = tt.assign(tile=lambda d: [f"{r.block_m}$\\times${r.block_n} ({r.num_warps} warps, {r.num_stages} stages)"
+                                      for r in d.itertuples()])
+    spans = []
+    for tile, g in tiles.groupby("tile", sort=False):
+        ns = sorted(g.N)
+        spans.append(f"{tile} at $N=$ {listing([str(n) for n in ns])}")
+    m["TunedTilesText"] = "; ".join(spans)
+    tuned = pred[(pred.switch == "tuned_tiles") & (pred.quantity == "time")]
+    m["TunedChanges"] = listing([f"{r.measured_pct:+.1f}".replace("+0.0", "0.0").replace("-0.0", "0.0")
+                                 + f"\\% at $N={r.N}$" for r in tuned.itertuples()])
+    b = pd.read_csv(agg / "build.csv")
+    b = b[(b.arch == 90) & (b.metric == "sass_instructions")]
+    from kernels.stages import STAGES as REG, previous_stage, stage_adding
+    hd = stage_adding("host_descriptors")
+    sass = {v: float(b[(b.variant == v) & (b.block_m == REG[v].tile.block_m) & (b.block_n == REG[v].tile.block_n)
+                        ].value.iloc[0]) for v in (hd, previous_stage(hd))}
+    m["HostDescSassPct"] = f"{100 * (sass[hd] / sass[previous_stage(hd)] - 1):.0f}"
+    ncu = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"], low_memory=False)
+    ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
+    profiled = [st for st in OUR_STAGES if (st, "gpu__time_duration.sum") in ncu.index]
+    lastp = profiled[-1] if profiled else None
+    tensor = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+    if lastp:
+        m["NcuLastProfiled"] = lastp
+        m["NcuLastTensorPct"] = f"{ncu[(lastp, tensor)]:.0f}"
+        m["NcuFinalTensorPct"] = f"{ncu[(FINAL, tensor)]:.0f}"
+    m["NcuCudnnTensorPct"] = f"{ncu[('torch-cudnn', tensor)]:.0f}"
+    m["NcuCudnnBlockThreads"] = f"{ncu[('torch-cudnn', 'launch__block_size')]:.0f}"
+    m["NcuCudnnGrid"] = f"{ncu[('torch-cudnn', 'launch__grid_size')]:.0f}"
+    return m
+
+
+def STAGE_SWITCHES_OF(stage: str) -> list:
+    from kernels.stages import STAGES as REG
+    return [s for s in ALL_SWITCHES if s in REG[stage].switches]
+
+
 def compute(agg: Path, article: Path, runs: list) -> dict:
     """Every macro, from one function per subject."""
     m = {}
     for part in (stage_macros(agg, article, runs), tile_macros(agg), sweep_macros(agg), traffic_macros(),
                  ncu_macros(agg), claims_macros(agg, article), article_macros(article, runs),
                  correctness_macros(runs), rule_macros(), timing_macros(agg), arch_macros(agg),
-                 ablation_macros(agg), step_macros(agg)):
+                 ablation_macros(agg), step_macros(agg), ours_macros(agg)):
         clash = set(part) & set(m)
         if clash:
             raise ValueError(f"macros defined twice: {sorted(clash)}")

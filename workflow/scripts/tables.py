@@ -6,7 +6,11 @@
 - crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry, with the host-sleep
   check;
 - launch_cost.tex: host time per call, event-timed call and kernel time of each stage and PyTorch backend;
-- step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files).
+- step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files);
+- ours.tex: the article's last stage and ours beyond it at the headline: the switch, time, percent of cuDNN and of
+  FlashAttention-2, registers and shared memory, and the prediction against the measurement;
+- per_n.tex: our last stage against cuDNN and FlashAttention-2 at each N, float16 and bfloat16;
+- predictions.tex: every prediction written before a stage was measured, beside the measurement.
 
     python workflow/scripts/tables.py --agg results/aggregate --runs data/nvidia-h200/run-* --out results/tables
 """
@@ -19,7 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from selection import ARTICLE_TILE, STAGES  # noqa: E402
+from selection import ARTICLE_TILE, LAST, STAGES  # noqa: E402
+from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY  # noqa: E402
 from step_times import BUILD_RULES, GPU_RULES, RUN_RULES  # noqa: E402
 
 
@@ -95,6 +100,77 @@ def stages_table(agg: Path, article: Path, out: Path) -> None:
         "inst. M": s.ours_inst_m.map(lambda x: fmt(x, 1)),
     })
     latex(df, out / "stages.tex", "l" + "r" * (len(df.columns) - 1))
+
+
+def _range(med, lo, hi, nd=1) -> str:
+    return f"{fmt(med, nd)} [{fmt(lo, nd)}--{fmt(hi, nd)}]" if lo != hi else fmt(med, nd)
+
+
+def ours_table(agg: Path, out: Path) -> None:
+    o = pd.read_csv(agg / "ours_stages.csv")
+    pred = pd.read_csv(agg / "predictions.csv")
+    ncu = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"], low_memory=False)
+    ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
+    rows = []
+    for st, g in o.groupby("stage", sort=False):
+        added = sorted(REGISTRY[st].switches - REGISTRY[prev].switches) if (prev := _before(st)) else []
+        p = pred[(pred.stage == st) & (pred.quantity == "time") & (pred.N == 1024) & (pred.compared_to == prev)]
+        rows.append({
+            "stage": st, "switch": tex_escape(", ".join(added)) if added else "(the article's last)",
+            r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max()),
+            r"\% cuDNN": fmt(g.pct_cudnn.median()), r"\% FA2": fmt(g.pct_flash.median()),
+            "regs": fmt(ncu.get((st, "launch__registers_per_thread"), float("nan"))),
+            "predicted \%": (f"{p.low_pct.iloc[0]:+g}..{p.high_pct.iloc[0]:+g}" if len(p) else "--"),
+            "measured \%": (signed(p.measured_pct.iloc[0]) if len(p) else "--"),
+            "verdict": p.verdict.iloc[0] if len(p) else "--",
+            "runs": str(g.run.nunique()),
+        })
+    latex(pd.DataFrame(rows), out / "ours.tex", "llrrrrrrlr")
+
+
+def _before(stage: str) -> str | None:
+    names = list(REGISTRY)
+    i = names.index(stage)
+    return names[i - 1] if i else None
+
+
+def per_n_table(agg: Path, out: Path) -> None:
+    p = pd.read_csv(agg / "per_n.csv")
+    rows = []
+    for (dtype, N), g in p.groupby(["dtype", "N"]):
+        last = g[g.variant == LAST]
+        if last.empty:
+            continue
+        same = g[g.run.isin(last.run)]
+        med = lambda v, col: same[same.variant == v][col].median()  # noqa: E731
+        x = last.x_cudnn
+        flash = last.set_index("run").time_us / same[same.variant == "torch-flash"].set_index("run").time_us
+        rows.append({
+            "dtype": dtype.replace("float", "fp").replace("bfp", "bf"), "N": str(N),
+            rf"{LAST} $\mu$s": fmt(last.time_us.median(), 1),
+            r"cuDNN $\mu$s": fmt(med("torch-cudnn", "time_us"), 1),
+            r"FA2 $\mu$s": fmt(med("torch-flash", "time_us"), 1),
+            r"$\times$ cuDNN [runs]": _range(x.median(), x.min(), x.max(), 2),
+            r"$\times$ FA2": fmt(flash.median(), 2),
+            "TFLOP/s": fmt(last.tflops.median()), r"\% roof": fmt(last.pct_roof.median()),
+            r"cuDNN \% roof": fmt(med("torch-cudnn", "pct_roof")),
+            "runs": str(last.run.nunique()),
+        })
+    latex(pd.DataFrame(rows), out / "per_n.tex", "lrrrrrrrrrr")
+
+
+def predictions_table(agg: Path, out: Path) -> None:
+    p = pd.read_csv(agg / "predictions.csv")
+    q = {"time": "time", "time_ratio": "time / cuDNN's", "smsp__inst_executed.sum": "instructions"}
+    df = pd.DataFrame({
+        "stage": p.stage, "against": p.compared_to.map(lambda v: "cuDNN" if v == "torch-cudnn" else v),
+        "quantity": p.quantity.map(lambda v: q.get(v, tex_escape(v))), "N": p.N.astype(str),
+        r"predicted \%": [f"{lo:+g}..{hi:+g}" for lo, hi in zip(p.low_pct, p.high_pct)],
+        r"measured \% [runs]": [_range(m, lo, hi) if r else "--" for m, lo, hi, r in
+                                 zip(p.measured_pct, p.lo_pct, p.hi_pct, p.runs)],
+        "runs": p.runs.astype(str), "verdict": p.verdict,
+    })
+    latex(df, out / "predictions.tex", "lllrrrrl")
 
 
 def claims_table(agg: Path, out: Path) -> None:
@@ -251,6 +327,9 @@ def main(argv=None) -> int:
     crosscheck_table(a.agg, a.out)
     launch_cost_table(a.agg, a.out)
     step_times_table(a.agg, a.out)
+    ours_table(a.agg, a.out)
+    per_n_table(a.agg, a.out)
+    predictions_table(a.agg, a.out)
     return 0
 
 

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from selection import (ARTICLE_TILE, BASELINE, CAUSAL_SKIP_STAGE, FINAL, FINAL_NO_WS, HEADLINE, STAGES,  # noqa: E402,F401
                        TORCH, where)
 from selection import EXTENSION_VARIANTS, SWITCHES, resolve_variant, variant_name  # noqa: E402,F401
+from selection import ALL_STAGES, LAST, OUR_STAGES, at_own_tile  # noqa: E402,F401
 from kernels.shapes import attention_flops  # noqa: E402,F401
 PALETTE = {"ours / torch-flash": "#1f77b4", "ours / torch-default": "#9ecae1", "article / its torch": "#d62728"}
 

@@ -1,5 +1,6 @@
 """Throughput against sequence length (useful FLOPs, kernels.shapes.attention_flops, over the median time),
-each stage and each PyTorch backend, with the measured dense float16 matrix-product rate as the roof."""
+each of the article's stages, our last stage (at its own tile) and each PyTorch backend, with the measured dense
+float16 matrix-product rate as the roof."""
 import common as c
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -8,16 +9,20 @@ import seaborn as sns
 a = c.args(__doc__)
 pr = c.per_run(a.agg)
 sweep = pr[pr.set.str.contains("n_sweep") & c.where(pr, **{k: v for k, v in c.HEADLINE.items() if k != "N"})]
-sweep = sweep[(sweep.impl != "triton") | (sweep.variant.isin(c.STAGES) & c.where(sweep, **c.ARTICLE_TILE))]
+sweep = sweep[(sweep.impl != "triton") | (sweep.variant.isin(c.STAGES) & c.where(sweep, **c.ARTICLE_TILE))
+              | ((sweep.variant == c.LAST) & c.at_own_tile(sweep))]
+SHOWN = c.STAGES + [c.LAST]
 sweep = sweep.assign(tflops=c.attention_flops(sweep.B, sweep.H, sweep.N, sweep.D, sweep.causal)
                      / (sweep.time_us * 1e-6) / 1e12)
 med = sweep.groupby(["variant", "N"]).tflops.median().reset_index()
 fig, ax = plt.subplots(figsize=(7, 3.8))
-palette = dict(zip(c.STAGES, sns.color_palette("tab10", len(c.STAGES))))
+palette = dict(zip(c.STAGES, sns.color_palette("crest", len(c.STAGES))))
+palette[c.LAST] = "#ff7f0e"
 palette.update(dict(zip(c.TORCH, ["black", "0.45", "0.7"])))
-dashes = {**{s: "" for s in c.STAGES}, **{t: (4, 2) for t in c.TORCH}}
+dashes = {**{s: "" for s in SHOWN}, **{t: (4, 2) for t in c.TORCH}}
+shown = [v for v in SHOWN + c.TORCH if v in set(med.variant)]
 sns.lineplot(med, x="N", y="tflops", hue="variant", style="variant", palette=palette, dashes=dashes, marker="o",
-             ax=ax, hue_order=c.STAGES + c.TORCH, style_order=c.STAGES + c.TORCH)
+             ax=ax, hue_order=shown, style_order=shown, linewidth=1.0)
 ceil = pd.read_csv(a.agg / "ceilings.csv")
 if not ceil.empty:
     peak = ceil[(ceil.quantity == "matmul_tflops") & (ceil.dtype == "float16")].value.median()

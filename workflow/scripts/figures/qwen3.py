@@ -1,19 +1,30 @@
-"""Time for the attention layouts of the Qwen3 models (B=2, N=1024, causal): the first and final stages, the final
-stage at its best tile without warp specialization where measured, and PyTorch's backends."""
+"""The attention layouts of the Qwen3 models (B=2, causal, D=128) at each N of plan.qwen3_N: the article's first,
+causal-skip and final stages (at its tile), our last stage (at its own tile) and PyTorch's backends, as a percentage
+of cuDNN's time in the same run (median over runs, whiskers: lowest to highest run)."""
 import common as c
 import matplotlib.pyplot as plt
 import seaborn as sns
 
 a = c.args(__doc__)
 pr = c.per_run(a.agg)
-shown = [c.BASELINE, c.CAUSAL_SKIP_STAGE, c.FINAL]
-q = pr[pr.set.str.contains("qwen3") & pr.variant.isin(shown + c.TORCH)]
-q = q[(q.impl != "triton") | c.where(q, **c.ARTICLE_TILE)]
+shown = [c.BASELINE, c.CAUSAL_SKIP_STAGE, c.FINAL, c.LAST]
+q = pr[pr.set.str.contains("qwen3") & pr.variant.isin(shown + c.TORCH) & (pr.dtype == c.HEADLINE["dtype"])]
+q = q[(q.impl != "triton") | (q.variant.isin(c.STAGES) & c.where(q, **c.ARTICLE_TILE))
+      | ((q.variant == c.LAST) & c.at_own_tile(q))]
+cudnn = q[q.variant == "torch-cudnn"].set_index(["run", "H", "N"]).time_us.rename("cudnn_us")
+q = q.join(cudnn, on=["run", "H", "N"]).assign(pct=lambda d: 100 * d.time_us / d.cudnn_us)
 q = q.assign(layout=q.H.astype(str) + "/" + q.H_kv.astype(str) + " heads")
 order = [f"{h}/8 heads" for h in sorted(q.H.unique())]
-fig, ax = plt.subplots(figsize=(7, 3.2))
-sns.barplot(q, x="layout", y="time_us", hue="variant", order=order, hue_order=shown + c.TORCH,
-            estimator="median", errorbar=("pi", 100), ax=ax, palette="tab10")
-ax.set(xlabel="Qwen3 layout (query / key-value heads, D=128)", ylabel="time (µs)")
-ax.legend(fontsize=7, ncol=2, title=None)
+hue = [v for v in shown + c.TORCH if v in set(q.variant)]
+ns = sorted(q.N.unique())
+fig, axes = plt.subplots(1, len(ns), figsize=(4.6 * len(ns), 3.4), sharey=True, squeeze=False)
+for ax, n in zip(axes[0], ns):
+    sns.barplot(q[q.N == n], x="layout", y="pct", hue="variant", order=order, hue_order=hue, estimator="median",
+                errorbar=("pi", 100), ax=ax, palette="tab10", legend=ax is axes[0][-1])
+    ax.axhline(100, color="black", linestyle="--", linewidth=0.8)
+    ax.set(yscale="log", title=f"N = {n}", xlabel="Qwen3 layout (query / key-value heads)",
+           ylabel="time, % of cuDNN's (same run)")
+    ax.set_yticks([50, 100, 200, 400, 800, 1600], ["50", "100", "200", "400", "800", "1600"])
+    ax.yaxis.set_minor_formatter(plt.NullFormatter())
+sns.move_legend(axes[0][-1], "upper left", bbox_to_anchor=(1.02, 1), fontsize=7, title=None)
 c.save(fig, a.out)

@@ -1,0 +1,33 @@
+"""Against sequence length, float16 (solid) and bfloat16 (dashed), at the headline layout: left, each stage's time
+over cuDNN's in the same run (below 1: faster than cuDNN); right, useful TFLOP/s as a percentage of the dense
+matrix-product rate measured in the same run and dtype (ceilings). Median over runs, bands: lowest to highest run."""
+import common as c
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+a = c.args(__doc__)
+p = pd.read_csv(a.agg / "per_n.csv")
+shown = [c.FINAL] + [s for s in c.OUR_STAGES if s in set(p.variant)]
+shown = [shown[0], shown[1], *shown[-2:]] if len(shown) > 4 else shown   # v7, v8 and our last two
+lines = shown + ["torch-flash", "torch-cudnn"]
+p = p[p.variant.isin(lines)].assign(dtype=lambda d: d.dtype.map({"float16": "fp16", "bfloat16": "bf16"}))
+palette = dict(zip(shown, ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"][-len(shown):] if len(shown) < 4 else
+                   ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"]))
+palette.update({"torch-flash": "0.45", "torch-cudnn": "black"})
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+for ax, col, label in ((left, "x_cudnn", "time / cuDNN's time (same run)"),
+                       (right, "pct_roof", "% of the measured matrix roof")):
+    data = p if col == "pct_roof" else p[p.variant != "torch-cudnn"]
+    sns.lineplot(data, x="N", y=col, hue="variant", style="dtype", hue_order=[v for v in lines if v in set(data.variant)],
+                 style_order=["fp16", "bf16"], palette=palette, estimator="median", errorbar=("pi", 100),
+                 marker="o", markersize=4, linewidth=1.0, ax=ax, legend=ax is right)
+    ax.set(xscale="log", xlabel="sequence length N (B=2, H=16, H_kv=8, D=128, causal)", ylabel=label)
+    ax.set_xticks(sorted(p.N.unique()), [str(n) for n in sorted(p.N.unique())])
+left.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
+left.set_yscale("log")
+left.yaxis.set_minor_formatter(plt.NullFormatter())
+left.set_yticks([0.5, 0.75, 1, 1.5, 2, 3, 4], ["0.5", "0.75", "1", "1.5", "2", "3", "4"])
+right.set_ylim(0, 100)
+sns.move_legend(right, "upper left", bbox_to_anchor=(1.02, 1), fontsize=7, title=None)
+c.save(fig, a.out)
