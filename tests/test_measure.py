@@ -14,7 +14,8 @@ import bench_plan  # noqa: E402
 import checksums  # noqa: E402
 import ncu_tidy  # noqa: E402
 
-from kernels import STAGES  # noqa: E402
+from kernels import STAGES  # noqa: E402,F401
+from kernels.stages import ARTICLE_STAGES  # noqa: E402
 from kernels.shapes import HEADLINE  # noqa: E402
 from kernels.theory import traffic  # noqa: E402
 
@@ -178,7 +179,7 @@ def test_committed_runs_aggregate(tmp_path):
     head = pd.read_csv(out / "headline.csv")
     runs = sorted(set(head.run) - {"median of runs"})
     assert len(runs) >= 2
-    assert set(head.stage) == set(STAGES)
+    assert set(head.stage) == set(ARTICLE_STAGES)              # the article's stages at its tile, in every run
     assert (head["pct_of_torch-default"] > 100).all() and (head.repeats >= 5).all()
     assert set(head.article_us.dropna()) == {1380, 818, 780, 792, 668, 654, 652}
     cross = pd.read_csv(out / "crosscheck.csv")                   # the timer agrees with Nsight in every run
@@ -223,7 +224,7 @@ def test_article_figures_name_metrics_we_measure():
     not_nsight = {"blocks_per_sm", "flop_count_unclear", "lts__t_bytes_read_write", "dram__bytes_read_write"}
     assert set(article.metric) - not_nsight <= ours
     timings = pd.read_csv(ROOT / "data" / "article" / "timings.csv")
-    assert set(timings.stage.dropna()) == set(STAGES)
+    assert set(timings.stage.dropna()) == set(ARTICLE_STAGES)
 
 
 def test_a_wrong_case_stays_wrong_until_measured_again(tmp_path, monkeypatch):
@@ -322,3 +323,21 @@ def test_a_run_reaches_data_only_sealed(tmp_path):
     (staging / "bench-x" / "timings.csv").write_text("key\n2\n")
     with pytest.raises(FileExistsError, match="never overwritten"):
         checksums.publish(staging, data)
+
+
+def test_a_plan_that_profiles_an_untimed_entry_is_refused():
+    """The cross-check needs every profiled entry timed in the same run: a plan without it fails at parse time. The
+    lighter plan (config/lite.yaml over config/config.yaml) passes."""
+    import copy
+
+    import yaml
+    m = bench_plan.load_config(ROOT / "config" / "config.yaml")
+    bad = copy.deepcopy(m)
+    bad["profile"]["extra"] = [{"variant": "v7", "block_m": 32, "block_n": 32, "num_warps": 2, "num_stages": 3}]
+    with pytest.raises(ValueError, match="no bench set times"):
+        bench_plan.check_plan(bad)
+    lite = yaml.safe_load((ROOT / "config" / "lite.yaml").read_text())["plan"]
+    merged = copy.deepcopy(m)
+    for key, value in lite.items():
+        merged[key] = {**merged[key], **value} if isinstance(value, dict) and key != "tuning" else value
+    bench_plan.check_plan(merged)

@@ -1,0 +1,115 @@
+"""Our stages beyond the article, downstream of the data: predictions judged against measurements, rows named by
+their switches as the registry names them today, each stage at its own tile, ratios taken within a run."""
+import pandas as pd
+import pytest
+
+import aggregate
+import ours
+import predictions
+import selection
+from kernels.stages import LAST, STAGES, default_tile, switches_label, without
+
+H = selection.HEADLINE
+
+
+def row(run, variant, us, N=H["N"], dtype=H["dtype"], impl="triton", tile=None, sets="headline,n_sweep"):
+    if impl == "triton":
+        sw = STAGES[variant].switches if variant in STAGES else selection.resolve_variant(variant)
+        t = tile or default_tile(sw, H["D"], N)
+        tile_cols = dict(block_m=t.block_m, block_n=t.block_n, num_warps=t.num_warps, num_stages=t.num_stages,
+                         switches=switches_label(sw))
+    else:
+        tile_cols = dict(block_m=None, block_n=None, num_warps=None, num_stages=None, switches=None)
+    return dict(run=run, key=f"{impl}|{variant}|{N}|{dtype}", impl=impl, variant=variant, time_us=us, set=sets,
+                **{**H, "N": N, "dtype": dtype}, **tile_cols)
+
+
+def test_predictions_are_judged_against_the_median_over_runs():
+    pr = pd.DataFrame([row("r1", "v8", 40.0), row("r1", "v7", 100.0), row("r2", "v8", 36.0), row("r2", "v7", 100.0),
+                       row("r1", "torch-cudnn", 32.0, impl="torch-cudnn"),
+                       row("r2", "torch-cudnn", 30.0, impl="torch-cudnn")])
+    pred = pd.DataFrame([
+        dict(stage="v8", switch="hopper_tile", compared_to="v7", quantity="time", N=1024, dtype="float16",
+             low_pct=-70, high_pct=-60, basis="", reason=""),      # measured -62: holds
+        dict(stage="v8", switch="hopper_tile", compared_to="v7", quantity="time", N=1024, dtype="float16",
+             low_pct=-50, high_pct=-40, basis="", reason=""),      # -62 is below the range: better
+        dict(stage="v8", switch="", compared_to="torch-cudnn", quantity="time_ratio", N=1024, dtype="float16",
+             low_pct=-10, high_pct=10, basis="", reason=""),       # +22.5: worse
+        dict(stage="v8", switch="hopper_tile", compared_to="v7", quantity="time", N=4096, dtype="float16",
+             low_pct=-70, high_pct=-60, basis="", reason=""),      # nothing at 4096
+    ])
+    out = predictions.evaluate(pred, pr, pd.DataFrame(columns=["metric", "instance", "key", "variant", "value"]))
+    assert list(out.verdict) == ["holds", "better", "worse", "not measured"]
+    assert out.measured_pct.iloc[0] == pytest.approx(-62.0) and out.runs.iloc[0] == 2
+    assert out.lo_pct.iloc[0] == pytest.approx(-64.0) and out.hi_pct.iloc[0] == pytest.approx(-60.0)
+
+
+def test_a_stage_timed_at_another_tile_is_not_its_own():
+    own = row("r1", "v8", 38.0)
+    other = row("r1", "v8", 45.0, tile=selection._TILE)
+    pr = pd.DataFrame([own, other])
+    assert list(selection.at_own_tile(pr)) == [True, False]
+
+
+def test_stale_ablation_names_meet_their_kernel():
+    """An ablation timed when another stage was the last one (v10-heavy_first in run-10-x2 was then named after
+    v10) gets today's name, and the same kernel from two runs shares one key."""
+    sw = STAGES[LAST].switches - {"host_descriptors"}
+    label = switches_label(sw)
+    t = pd.DataFrame([dict(run="old", key=f"triton|v99-old|x|float16|causal|64x64w4s3", impl="triton",
+                           variant="v99-old", switches=label),
+                      dict(run="new", key=f"triton|{without(LAST, 'host_descriptors')}|x|float16|causal|64x64w4s3",
+                           impl="triton", variant="whatever", switches=label),
+                      dict(run="new", key="torch-cudnn|torch-cudnn|x|float16|causal|-", impl="torch-cudnn",
+                           variant="torch-cudnn", switches=None)])
+    c = aggregate.canonical_names(t)
+    assert c.variant.iloc[0] == c.variant.iloc[1] == without(LAST, "host_descriptors")
+    assert c.key.iloc[0] == c.key.iloc[1]
+    assert c.variant.iloc[2] == "torch-cudnn" and c.key.iloc[2] == t.key.iloc[2]
+
+
+def test_ratios_to_cudnn_are_taken_within_a_run():
+    rows = []
+    for run, (ours_us, cudnn_us) in {"r1": (90.0, 100.0), "r2": (110.0, 100.0)}.items():
+        rows += [row(run, LAST, ours_us), row(run, "torch-cudnn", cudnn_us, impl="torch-cudnn"),
+                 row(run, "torch-flash", 2 * cudnn_us, impl="torch-flash")]
+    ceil = pd.DataFrame([dict(run=r, quantity="matmul_tflops", dtype="float16", value=600.0) for r in ("r1", "r2")])
+    p = ours.per_n(pd.DataFrame(rows), ceil)
+    last = p[p.variant == LAST].set_index("run")
+    assert last.loc["r1", "x_cudnn"] == pytest.approx(0.9) and last.loc["r2", "x_cudnn"] == pytest.approx(1.1)
+    assert last.loc["r1", "pct_roof"] == pytest.approx(100 * last.loc["r1", "tflops"] / 600.0)
+    s = ours.ours_stages(pd.DataFrame(rows)).set_index("run")
+    assert s.loc["r1", "pct_cudnn"] == pytest.approx(90.0) and s.loc["r2", "pct_flash"] == pytest.approx(55.0)
+
+
+def test_predictions_of_unknown_stages_are_refused(tmp_path):
+    bad = tmp_path / "p.csv"
+    pd.DataFrame([dict(stage="v99", switch="", compared_to="v7", quantity="time", N=1024, dtype="float16",
+                       low_pct=0, high_pct=1, basis="", reason="")]).to_csv(bad, index=False)
+    with pytest.raises(ValueError, match="unknown stage"):
+        predictions.main(["--predictions", str(bad), "--agg", str(tmp_path), "--out", str(tmp_path / "o.csv")])
+
+
+def test_committed_predictions_precede_their_measurements():
+    """Each of our stages' predictions was committed (git history of data/predictions/stages.csv) before the start
+    of the first committed run that timed the stage (its env.json)."""
+    import subprocess
+    from datetime import datetime
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    preds = pd.read_csv(root / "data/predictions/stages.csv")
+    assert set(preds.stage) == set(selection.OUR_STAGES)
+    lines = (root / "data/predictions/stages.csv").read_text().splitlines()
+    runs = aggregate.run_info(sorted(p for p in (root / "data/nvidia-h200").glob("run-*") if p.is_dir()))
+    first_timed = {}
+    for r in runs.itertuples():
+        t = pd.read_csv(root / "data/nvidia-h200" / r.run / "bench-headline" / "timings.csv")
+        for st in set(t.stage.dropna()) & set(selection.OUR_STAGES):
+            first_timed.setdefault(st, datetime.fromisoformat(r.started).timestamp())
+    assert set(first_timed) == set(selection.OUR_STAGES), "a stage of ours was never timed in a committed run"
+    for st in selection.OUR_STAGES:
+        line = next(x for x in lines if x.startswith(f"{st},"))
+        added = subprocess.run(["git", "log", "--reverse", "--format=%ct", "-S", line, "--",
+                                "data/predictions/stages.csv"], cwd=root, capture_output=True, text=True)
+        assert added.returncode == 0 and added.stdout.split(), f"{st}: its prediction is not in the git history"
+        assert int(added.stdout.split()[0]) < first_timed[st], f"{st} was timed before its prediction was committed"
