@@ -1,15 +1,18 @@
-"""Each switch's effect at the headline shape: removed from the final stage (leave-one-out) and added to the baseline
-(add-one-in), and our extension (Q prescaled), as the change of time in percent (median over runs; bars from lowest
-to highest)."""
+"""Each switch's effect at the headline shape: removed from the article's final stage (leave-one-out) and added to
+the baseline (add-one-in), with our extensions; and removed from our last stage (each variant at its own tile), with
+our extensions; as the change of time in percent (median over runs; bars from lowest to highest)."""
 import common as c
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
 a = c.args(__doc__)
-pr = c.select(c.per_run(a.agg), **c.HEADLINE, **c.ARTICLE_TILE)
+allpr = c.select(c.per_run(a.agg), **c.HEADLINE)
+pr = c.select(allpr, **c.ARTICLE_TILE)
 t = pr.pivot_table(index="run", columns="variant", values="time_us")
-F, B = c.FINAL, c.BASELINE
+own = allpr[(allpr.impl == "triton") & c.at_own_tile(allpr)]
+t_own = own.pivot_table(index="run", columns="variant", values="time_us")
+F, B, L = c.FINAL, c.BASELINE, c.LAST
 variants = {**{v: (F, "without " + sw) for v, sw in ((c.variant_name(c.resolve_variant(f"{F}-{s}")), s)
                                                       for s in c.SWITCHES)},
             **{v: (B, "with " + sw) for v, sw in ((c.variant_name(c.resolve_variant(f"{B}+{s}")), s)
@@ -19,9 +22,18 @@ rows = []
 for v, (base, label) in variants.items():
     if v in t and base in t:       # a leave-one-out that is a stage (v7 - const_strides = v6) is timed as the stage
         rows += [dict(panel=f"from {base}", change=x, label=label) for x in (100 * (t[v] / t[base] - 1)).dropna()]
+from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY  # noqa: E402
+last = {c.variant_name(c.resolve_variant(f"{L}-{s}")): "without " + s for s in ALL_SWITCHES
+        if s in REGISTRY[L].switches}
+last.update({f"{L}+{s}": "with " + s for s in ALL_SWITCHES if s not in REGISTRY[L].switches
+             and f"{L}+{s}" in t_own})
+for v, label in last.items():
+    if v in t_own and L in t_own:
+        rows += [dict(panel=f"from {L}", change=x, label=label) for x in (100 * (t_own[v] / t_own[L] - 1)).dropna()]
 df = pd.DataFrame(rows)
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-for ax, panel in zip(axes, [f"from {F}", f"from {B}"]):
+panels = [p for p in (f"from {F}", f"from {B}", f"from {L}") if p in set(df.panel)]
+fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6))
+for ax, panel in zip(axes, panels):
     d = df[df.panel == panel]
     order = d.groupby("label").change.median().sort_values().index
     sns.barplot(d, y="label", x="change", order=order, estimator="median", errorbar=("pi", 100), ax=ax,
