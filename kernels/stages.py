@@ -189,6 +189,15 @@ def is_ours(stage: str) -> bool:
     return stage in OUR_STAGES
 
 
+def launch_signature(switches: Iterable[str], D: int = 128, N: int | None = None) -> tuple:
+    """What a launch of these switches compiles and runs: the kernel's switch arguments that are on, and the default
+    tile. Two variants with equal signatures launch the same kernel (v13 without heads_inner is v13: that switch only
+    turns grid_order off, and grid_order is off in v13 anyway)."""
+    switches = frozenset(switches)
+    args = frozenset(ALL_SWITCHES[s].kernel_arg for s in switches if ALL_SWITCHES[s].kernel_arg)
+    return args, default_tile(switches, D, N)
+
+
 def stage_adding(switch: str) -> str:
     """The stage that turns a switch on (causal_skip -> v2)."""
     return {**SWITCHES, **BEYOND}[switch].stage

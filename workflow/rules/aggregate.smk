@@ -85,6 +85,7 @@ rule ours:
     output:
         stages=f"{AGG}/ours_stages.csv",
         per_n=f"{AGG}/per_n.csv",
+        best=f"{AGG}/best_per_n.csv",
     log:
         "logs/ours.log",
     benchmark:

@@ -267,16 +267,26 @@ def ours_macros(agg: Path) -> dict:
                                                                  ("Us", "PctCudnn", "PctFlash"))
     p = pd.read_csv(agg / "per_n.csv")
     last = p[p.variant == LAST]
+    best = pd.read_csv(agg / "best_per_n.csv")
+    floor = best.twin_pct.max()            # how far two timings of the same cuDNN kernel differ within a run, at most
+    m["TwinFloorPct"] = f"{floor:.1f}"
     x = last.groupby(["dtype", "N"]).x_cudnn.median()
     for dt in ("float16", "bfloat16"):
         xd = x.loc[dt]
         tag = "Fp" if dt == "float16" else "Bf"
-        m[name("Last", tag, "AtOrBelow")] = listing([str(n) for n, v in xd.items() if v <= 1.0]) or "none"
-        m[name("Last", tag, "Above")] = listing([str(n) for n, v in xd.items() if v > 1.0]) or "none"
+        for label, keep in (("Faster", lambda v: v < 1 - floor / 100), ("Level", lambda v: abs(v - 1) <= floor / 100),
+                            ("Behind", lambda v: v > 1 + floor / 100)):
+            m[name("Last", tag, label)] = listing([str(n) for n, v in xd.items() if keep(v)]) or "none"
         m[name("Last", tag, "BestX")] = f"{xd.min():.2f}"
         m[name("Last", tag, "BestN")] = str(int(xd.idxmin()))
         m[name("Last", tag, "WorstX")] = f"{xd.max():.2f}"
         m[name("Last", tag, "WorstN")] = str(int(xd.idxmax()))
+        bd = best[best.dtype == dt].set_index("N")
+        top = bd.loc[bd.index.max()]
+        m[name("Best", tag, "MaxNStage")] = str(top.best)
+        m[name("Best", tag, "MaxNX")] = f"{top.x_cudnn:.2f}"
+        m[name("Best", tag, "NotLast")] = listing([f"{r.best} at $N={n}$ ({r.x_cudnn:.2f}$\\times$)"
+                                                   for n, r in bd.iterrows() if r.best != LAST]) or "none"
     big = last[(last.dtype == "float16") & (last.N == last.N.max())]
     cud = p[(p.variant == "torch-cudnn") & (p.dtype == "float16") & (p.N == last.N.max()) & p.run.isin(big.run)]
     m["LastMaxN"] = str(int(last.N.max()))
@@ -314,6 +324,13 @@ def ours_macros(agg: Path) -> dict:
         if v in t:
             both = t[[LAST, v]].dropna()
             m[name("AblLast", sw, "Pct")] = f"{(100 * (both[v] / both[LAST] - 1)).median():+.0f}"
+    from kernels.stages import previous_stage as _prev
+    nohf = selection.variant_name(selection.resolve_variant(f"{LAST}-heavy_first"))
+    if nohf in t and _prev(LAST) in t:
+        both = t[[nohf, _prev(LAST), LAST]].dropna()
+        m["GridOffAlonePct"] = f"{(100 * (both[nohf] / both[_prev(LAST)] - 1)).median():+.1f}"
+        m["HeavyOnTopPct"] = f"{(100 * (both[LAST] / both[nohf] - 1)).median():+.1f}"
+        m["GridOffRuns"] = str(len(both))
     for ext in ("overlap_qk", "prescale_q"):
         v = f"{LAST}+{ext}"
         if v in t:
@@ -350,6 +367,7 @@ def ours_macros(agg: Path) -> dict:
         m["NcuLastProfiled"] = lastp
         m["NcuLastTensorPct"] = f"{ncu[(lastp, tensor)]:.0f}"
         m["NcuFinalTensorPct"] = f"{ncu[(FINAL, tensor)]:.0f}"
+    m["NcuLastRegs"] = f"{ncu.get((lastp, 'launch__registers_per_thread'), float('nan')):.0f}" if lastp else "--"
     m["NcuCudnnTensorPct"] = f"{ncu[('torch-cudnn', tensor)]:.0f}"
     m["NcuCudnnBlockThreads"] = f"{ncu[('torch-cudnn', 'launch__block_size')]:.0f}"
     m["NcuCudnnGrid"] = f"{ncu[('torch-cudnn', 'launch__grid_size')]:.0f}"

@@ -4,7 +4,12 @@
   time, and percent of cuDNN's (torch-cudnn) and FlashAttention-2's (torch-flash) time in the same run;
 - per_n.csv: every stage and PyTorch backend at each N of the sweep, float16 and bfloat16, per run: time, useful
   TFLOP/s, percent of the matrix roof measured in the same run (ceilings: a float16/bfloat16 matmul), and the
-  ratio to cuDNN's time in the same run.
+  ratio to cuDNN's time in the same run;
+- best_per_n.csv: at each N and dtype, the fastest of our stages (median over the runs that hold all of them), its
+  ratio to cuDNN, and the noise floor of that ratio: how far PyTorch's default SDPA and SDPA forced to cuDNN (the same
+  cuDNN kernel on the H200) differ from each other in the same run.
+
+cuDNN is `torch-cudnn` (SDPA with the cuDNN backend forced) throughout.
 
 Ratios are taken within a run (both measured side by side, interleaved) before any median over runs.
 """
@@ -53,13 +58,35 @@ def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
     return s.drop(columns=["B", "H", "D", "causal"]).sort_values(["dtype", "N", "variant", "run"])
 
 
+def best_per_n(p: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (dtype, N), g in p.groupby(["dtype", "N"]):
+        ours = g[g.variant.isin(selection.OUR_STAGES)]
+        if ours.empty:
+            continue
+        runs = set.intersection(*(set(x.run) for _, x in ours.groupby("variant")))
+        ours = ours[ours.run.isin(runs)]
+        med = ours.groupby("variant").time_us.median()
+        best = med.idxmin()
+        b = ours[ours.variant == best]
+        same = g[g.run.isin(runs)].pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+        twin = (same["torch-default"] / same["torch-cudnn"] - 1).abs() if "torch-default" in same else pd.Series()
+        rows.append(dict(dtype=dtype, N=int(N), best=best, time_us=b.time_us.median(), x_cudnn=b.x_cudnn.median(),
+                         x_lo=b.x_cudnn.min(), x_hi=b.x_cudnn.max(), runs=len(runs),
+                         last=selection.LAST, last_x_cudnn=ours[ours.variant == selection.LAST].x_cudnn.median(),
+                         twin_pct=100 * twin.max() if len(twin) else float("nan")))
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--agg", type=Path, default=Path("results/aggregate"))
     a = ap.parse_args(argv)
     pr = pd.read_csv(a.agg / "per_run.csv")
     ours_stages(pr).to_csv(a.agg / "ours_stages.csv", index=False)
-    per_n(pr, pd.read_csv(a.agg / "ceilings.csv")).to_csv(a.agg / "per_n.csv", index=False)
+    p = per_n(pr, pd.read_csv(a.agg / "ceilings.csv"))
+    p.to_csv(a.agg / "per_n.csv", index=False)
+    best_per_n(p).to_csv(a.agg / "best_per_n.csv", index=False)
     return 0
 
 

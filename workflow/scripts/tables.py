@@ -103,14 +103,21 @@ def stages_table(agg: Path, article: Path, out: Path) -> None:
 
 
 def _range(med, lo, hi, nd=1) -> str:
-    return f"{fmt(med, nd)} [{fmt(lo, nd)}--{fmt(hi, nd)}]" if lo != hi else fmt(med, nd)
+    """median [lowest, highest]: a comma, not a dash, so that a negative bound keeps its sign."""
+    return f"{fmt(med, nd)} [{fmt(lo, nd)}, {fmt(hi, nd)}]" if lo != hi else fmt(med, nd)
 
 
 def ours_table(agg: Path, out: Path) -> None:
     o = pd.read_csv(agg / "ours_stages.csv")
     pred = pd.read_csv(agg / "predictions.csv")
-    ncu = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"], low_memory=False)
-    ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
+    build = pd.read_csv(agg / "build.csv")
+    build = build[(build.arch == 90) & (build.metric == "registers")]
+
+    def regs(st):
+        t = REGISTRY[st].tile
+        r = build[(build.variant == st) & (build.block_m == t.block_m) & (build.block_n == t.block_n)
+                  & (build.num_warps == t.num_warps) & (build.num_stages == t.num_stages)].value
+        return float(r.iloc[0]) if len(r) else float("nan")
     rows = []
     for st, g in o.groupby("stage", sort=False):
         added = sorted(REGISTRY[st].switches - REGISTRY[prev].switches) if (prev := _before(st)) else []
@@ -119,7 +126,7 @@ def ours_table(agg: Path, out: Path) -> None:
             "stage": st, "switch": tex_escape(", ".join(added)) if added else "(the article's last)",
             r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max()),
             r"\% cuDNN": fmt(g.pct_cudnn.median()), r"\% FA2": fmt(g.pct_flash.median()),
-            "regs": fmt(ncu.get((st, "launch__registers_per_thread"), float("nan"))),
+            "regs": fmt(regs(st)),
             "predicted \%": (f"{p.low_pct.iloc[0]:+g}..{p.high_pct.iloc[0]:+g}" if len(p) else "--"),
             "measured \%": (signed(p.measured_pct.iloc[0]) if len(p) else "--"),
             "verdict": p.verdict.iloc[0] if len(p) else "--",
@@ -136,6 +143,7 @@ def _before(stage: str) -> str | None:
 
 def per_n_table(agg: Path, out: Path) -> None:
     p = pd.read_csv(agg / "per_n.csv")
+    best = pd.read_csv(agg / "best_per_n.csv").set_index(["dtype", "N"])
     rows = []
     for (dtype, N), g in p.groupby(["dtype", "N"]):
         last = g[g.variant == LAST]
@@ -155,8 +163,11 @@ def per_n_table(agg: Path, out: Path) -> None:
             "TFLOP/s": fmt(last.tflops.median()), r"\% roof": fmt(last.pct_roof.median()),
             r"cuDNN \% roof": fmt(med("torch-cudnn", "pct_roof")),
             "runs": str(last.run.nunique()),
+            "best of ours": (f"{best.loc[(dtype, N), 'best']} ({fmt(best.loc[(dtype, N), 'x_cudnn'], 2)})"
+                             if (dtype, N) in best.index else "--"),
+            r"twin \%": fmt(best.loc[(dtype, N), "twin_pct"], 1) if (dtype, N) in best.index else "--",
         })
-    latex(pd.DataFrame(rows), out / "per_n.tex", "lrrrrrrrrrr")
+    latex(pd.DataFrame(rows), out / "per_n.tex", "lrrrrrrrrrrlr")
 
 
 def predictions_table(agg: Path, out: Path) -> None:

@@ -22,9 +22,12 @@ rows = []
 for v, (base, label) in variants.items():
     if v in t and base in t:       # a leave-one-out that is a stage (v7 - const_strides = v6) is timed as the stage
         rows += [dict(panel=f"from {base}", change=x, label=label) for x in (100 * (t[v] / t[base] - 1)).dropna()]
-from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY  # noqa: E402
-last = {c.variant_name(c.resolve_variant(f"{L}-{s}")): "without " + s for s in ALL_SWITCHES
-        if s in REGISTRY[L].switches}
+from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, launch_signature  # noqa: E402
+same = launch_signature(REGISTRY[L].switches, c.HEADLINE["D"], c.HEADLINE["N"])
+last = {c.variant_name(c.resolve_variant(f"{L}-{s}")):
+        "without " + s + (" (same launch)" if launch_signature(c.resolve_variant(f"{L}-{s}"), c.HEADLINE["D"],
+                                                                c.HEADLINE["N"]) == same else "")
+        for s in ALL_SWITCHES if s in REGISTRY[L].switches}
 last.update({f"{L}+{s}": "with " + s for s in ALL_SWITCHES if s not in REGISTRY[L].switches
              and f"{L}+{s}" in t_own})
 for v, label in last.items():

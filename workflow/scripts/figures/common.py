@@ -18,6 +18,9 @@ from selection import (ARTICLE_TILE, BASELINE, CAUSAL_SKIP_STAGE, FINAL, FINAL_N
 from selection import EXTENSION_VARIANTS, SWITCHES, resolve_variant, variant_name  # noqa: E402,F401
 from selection import ALL_STAGES, LAST, OUR_STAGES, at_own_tile  # noqa: E402,F401
 from kernels.shapes import attention_flops  # noqa: E402,F401
+# One colour per PyTorch backend in every figure; our last stage is orange.
+TORCH_COLORS = {"torch-flash": "0.55", "torch-default": "0.3", "torch-cudnn": "black"}
+LAST_COLOR = "#ff7f0e"
 PALETTE = {"ours / torch-flash": "#1f77b4", "ours / torch-default": "#9ecae1", "article / its torch": "#d62728"}
 
 

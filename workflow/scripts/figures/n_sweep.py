@@ -17,8 +17,8 @@ sweep = sweep.assign(tflops=c.attention_flops(sweep.B, sweep.H, sweep.N, sweep.D
 med = sweep.groupby(["variant", "N"]).tflops.median().reset_index()
 fig, ax = plt.subplots(figsize=(7, 3.8))
 palette = dict(zip(c.STAGES, sns.color_palette("crest", len(c.STAGES))))
-palette[c.LAST] = "#ff7f0e"
-palette.update(dict(zip(c.TORCH, ["black", "0.45", "0.7"])))
+palette[c.LAST] = c.LAST_COLOR
+palette.update(c.TORCH_COLORS)
 dashes = {**{s: "" for s in SHOWN}, **{t: (4, 2) for t in c.TORCH}}
 shown = [v for v in SHOWN + c.TORCH if v in set(med.variant)]
 sns.lineplot(med, x="N", y="tflops", hue="variant", style="variant", palette=palette, dashes=dashes, marker="o",

@@ -1,5 +1,5 @@
-"""Against sequence length, float16 (solid) and bfloat16 (dashed), at the headline layout: left, each stage's time
-over cuDNN's in the same run (below 1: faster than cuDNN); right, useful TFLOP/s as a percentage of the dense
+"""Against sequence length, float16 (solid) and bfloat16 (dashed), at the headline layout: left, the article's last
+stage's and each of ours' time over cuDNN's (torch-cudnn) in the same run (below 1: faster than cuDNN); right, useful TFLOP/s as a percentage of the dense
 matrix-product rate measured in the same run and dtype (ceilings). Median over runs, bands: lowest to highest run."""
 import common as c
 import matplotlib.pyplot as plt
@@ -9,12 +9,10 @@ import seaborn as sns
 a = c.args(__doc__)
 p = pd.read_csv(a.agg / "per_n.csv")
 shown = [c.FINAL] + [s for s in c.OUR_STAGES if s in set(p.variant)]
-shown = [shown[0], shown[1], *shown[-2:]] if len(shown) > 4 else shown   # v7, v8 and our last two
 lines = shown + ["torch-flash", "torch-cudnn"]
 p = p[p.variant.isin(lines)].assign(dtype=lambda d: d.dtype.map({"float16": "fp16", "bfloat16": "bf16"}))
-palette = dict(zip(shown, ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"][-len(shown):] if len(shown) < 4 else
-                   ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"]))
-palette.update({"torch-flash": "0.45", "torch-cudnn": "black"})
+palette = {c.FINAL: "#1f77b4", **dict(zip(shown[1:-1], sns.color_palette("viridis", len(shown) - 2))),
+           c.LAST: c.LAST_COLOR, **c.TORCH_COLORS}
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
 for ax, col, label in ((left, "x_cudnn", "time / cuDNN's time (same run)"),
                        (right, "pct_roof", "% of the measured matrix roof")):

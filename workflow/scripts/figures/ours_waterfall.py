@@ -18,7 +18,7 @@ prev = None
 for i, st in enumerate(stages):
     runs = pct[st].dropna()
     now = runs.median()
-    color = "#7f7f7f" if st == c.BASELINE else ("#1f77b4" if st in c.STAGES else "#ff7f0e")
+    color = "#7f7f7f" if st == c.BASELINE else ("#1f77b4" if st in c.STAGES else c.LAST_COLOR)
     if prev is None:
         ax.bar(i, now, color=color)
     else:
@@ -31,7 +31,7 @@ for i, st in enumerate(stages):
 flash = pct["torch-flash"].median()
 ax.axhline(100, color="black", linestyle="--", linewidth=0.8)
 ax.axhline(flash, color="0.45", linestyle="--", linewidth=0.8)
-ax.text(-0.4 + 1, 100 + 4, "cuDNN (torch default): 100%", ha="left", fontsize=7)
+ax.text(-0.4 + 1, 100 + 4, "cuDNN (torch-cudnn): 100%", ha="left", fontsize=7)
 ax.text(-0.4 + 1, flash + 4, f"FlashAttention-2 (torch-flash): {flash:.0f}%", ha="left", fontsize=7)
 ax.axvline(len(c.STAGES) - 0.5, color="0.6", linewidth=0.8)
 ax.text(len(c.STAGES) / 2 - 0.5, pct[c.BASELINE].median() * 1.08, "the article's stages", ha="center", fontsize=8)

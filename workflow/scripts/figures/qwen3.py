@@ -17,10 +17,12 @@ q = q.assign(layout=q.H.astype(str) + "/" + q.H_kv.astype(str) + " heads")
 order = [f"{h}/8 heads" for h in sorted(q.H.unique())]
 hue = [v for v in shown + c.TORCH if v in set(q.variant)]
 ns = sorted(q.N.unique())
+palette = {**dict(zip(shown[:-1], sns.color_palette("crest", len(shown) - 1))), c.LAST: c.LAST_COLOR,
+           **c.TORCH_COLORS}
 fig, axes = plt.subplots(1, len(ns), figsize=(4.6 * len(ns), 3.4), sharey=True, squeeze=False)
 for ax, n in zip(axes[0], ns):
     sns.barplot(q[q.N == n], x="layout", y="pct", hue="variant", order=order, hue_order=hue, estimator="median",
-                errorbar=("pi", 100), ax=ax, palette="tab10", legend=ax is axes[0][-1])
+                errorbar=("pi", 100), ax=ax, palette=palette, legend=ax is axes[0][-1])
     ax.axhline(100, color="black", linestyle="--", linewidth=0.8)
     ax.set(yscale="log", title=f"N = {n}", xlabel="Qwen3 layout (query / key-value heads)",
            ylabel="time, % of cuDNN's (same run)")
