@@ -4,8 +4,9 @@ poisoned first and judged against float64. The stages are split over two test fi
 import collections
 import os
 
+import pytest
 import torch
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels import attention, reference_attention
@@ -26,3 +27,20 @@ def check_any_shape(ran: collections.Counter, stage, B, H_kv, group, N, D, causa
     verdict = judge(out, reference_attention(q, k, v, causal=causal))
     assert verdict["ok"], f"{stage} causal={causal} shape={tuple(q.shape)}/{tuple(k.shape)} seed={seed}: {verdict}"
     ran[stage] += 1
+
+
+def property_tests(stages) -> tuple:
+    """(test_any_shape, test_every_stage_ran_its_examples) over these stages, for a test module to bind by name."""
+    stages = list(stages)
+    ran = collections.Counter()
+
+    @pytest.mark.parametrize("stage", stages)
+    @given(**SHAPES)
+    @SETTINGS
+    def test_any_shape(stage, B, H_kv, group, N, D, causal, seed):
+        check_any_shape(ran, stage, B, H_kv, group, N, D, causal, seed)
+
+    def test_every_stage_ran_its_examples():
+        assert {s: ran[s] for s in stages} == {s: EXAMPLES for s in stages}, dict(ran)
+
+    return test_any_shape, test_every_stage_ran_its_examples

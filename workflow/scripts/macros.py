@@ -20,7 +20,7 @@ import tables  # noqa: E402
 
 from kernels.shapes import HEADLINE, attention_flops  # noqa: E402
 from kernels.gpus import ARCHS  # noqa: E402
-from kernels.stages import ALL_SWITCHES  # noqa: E402
+from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, TUNED_TILES, previous_stage, stage_adding  # noqa: E402
 from kernels.theory import traffic  # noqa: E402
 
 DIGITS = "Zero One Two Three Four Five Six Seven Eight Nine".split()
@@ -254,7 +254,7 @@ def step_macros(agg: Path) -> dict:
 def ours_macros(agg: Path) -> dict:
     """Our stages beyond the article: each at the headline against cuDNN and FA2, our last stage at each N, the
     predictions' verdicts, the leave-one-out of our last stage, and the Nsight evidence of what holds it."""
-    from selection import LAST, OUR_STAGES, FINAL
+    LAST, OUR_STAGES, FINAL = selection.LAST, selection.OUR_STAGES, selection.FINAL
     m = {"OursLast": LAST, "OursFirst": OUR_STAGES[0], "OursCount": str(len(OUR_STAGES))}
     o = pd.read_csv(agg / "ours_stages.csv").groupby("stage")
     for st, g in o:
@@ -318,17 +318,15 @@ def ours_macros(agg: Path) -> dict:
     pr = pd.read_csv(agg / "per_run.csv")
     h = pr[selection.at_headline(pr) & (pr.impl == "triton")]
     t = h.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
-    own = t[LAST].dropna()
-    for sw in STAGE_SWITCHES_OF(LAST):
+    for sw in [s for s in ALL_SWITCHES if s in REGISTRY[LAST].switches]:
         v = selection.variant_name(selection.resolve_variant(f"{LAST}-{sw}"))
         if v in t:
             both = t[[LAST, v]].dropna()
             m[name("AblLast", sw, "Pct")] = f"{(100 * (both[v] / both[LAST] - 1)).median():+.0f}"
-    from kernels.stages import previous_stage as _prev
     nohf = selection.variant_name(selection.resolve_variant(f"{LAST}-heavy_first"))
-    if nohf in t and _prev(LAST) in t:
-        both = t[[nohf, _prev(LAST), LAST]].dropna()
-        m["GridOffAlonePct"] = f"{(100 * (both[nohf] / both[_prev(LAST)] - 1)).median():+.1f}"
+    if nohf in t and previous_stage(LAST) in t:
+        both = t[[nohf, previous_stage(LAST), LAST]].dropna()
+        m["GridOffAlonePct"] = f"{(100 * (both[nohf] / both[previous_stage(LAST)] - 1)).median():+.1f}"
         m["HeavyOnTopPct"] = f"{(100 * (both[LAST] / both[nohf] - 1)).median():+.1f}"
         m["GridOffRuns"] = str(len(both))
     for ext in ("overlap_qk", "prescale_q"):
@@ -336,7 +334,6 @@ def ours_macros(agg: Path) -> dict:
         if v in t:
             both = t[[LAST, v]].dropna()
             m[name("AblLastPlus", ext, "Pct")] = f"{(100 * (both[v] / both[LAST] - 1)).median():+.0f}"
-    from kernels.stages import TUNED_TILES
     tt = pd.read_csv(TUNED_TILES)
     m["TunedRun"] = str(tt.run.iloc[0])
     m["TunedVariant"] = str(tt.variant.iloc[0])
@@ -353,10 +350,9 @@ def ours_macros(agg: Path) -> dict:
                                  + f"\\% at $N={r.N}$" for r in tuned.itertuples()])
     b = pd.read_csv(agg / "build.csv")
     b = b[(b.arch == 90) & (b.metric == "sass_instructions")]
-    from kernels.stages import STAGES as REG, previous_stage, stage_adding
     hd = stage_adding("host_descriptors")
-    sass = {v: float(b[(b.variant == v) & (b.block_m == REG[v].tile.block_m) & (b.block_n == REG[v].tile.block_n)
-                        ].value.iloc[0]) for v in (hd, previous_stage(hd))}
+    sass = {v: float(b[(b.variant == v) & (b.block_m == REGISTRY[v].tile.block_m)
+                       & (b.block_n == REGISTRY[v].tile.block_n)].value.iloc[0]) for v in (hd, previous_stage(hd))}
     m["HostDescSassPct"] = f"{100 * (sass[hd] / sass[previous_stage(hd)] - 1):.0f}"
     ncu = pd.read_csv(agg / "ncu.csv", usecols=["variant", "metric", "instance", "value"], low_memory=False)
     ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
@@ -372,11 +368,6 @@ def ours_macros(agg: Path) -> dict:
     m["NcuCudnnBlockThreads"] = f"{ncu[('torch-cudnn', 'launch__block_size')]:.0f}"
     m["NcuCudnnGrid"] = f"{ncu[('torch-cudnn', 'launch__grid_size')]:.0f}"
     return m
-
-
-def STAGE_SWITCHES_OF(stage: str) -> list:
-    from kernels.stages import STAGES as REG
-    return [s for s in ALL_SWITCHES if s in REG[stage].switches]
 
 
 def compute(agg: Path, article: Path, runs: list) -> dict:

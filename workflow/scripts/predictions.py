@@ -53,8 +53,7 @@ def evaluate(predictions: pd.DataFrame, pr: pd.DataFrame, ncu: pd.DataFrame) -> 
                 raise ValueError(f"prediction {p.stage} {p.quantity}: Nsight metrics are profiled at the headline "
                                  f"N={selection.HEADLINE['N']} only, not N={p.N}")
             table = _ncu(ncu, p.quantity)
-        both = table[[c for c in (p.stage, ref) if c in table]].dropna() if {p.stage, ref} <= set(table) \
-            else pd.DataFrame()
+        both = table[[p.stage, ref]].dropna() if {p.stage, ref} <= set(table) else pd.DataFrame()
         change = 100 * (both[p.stage] / both[ref] - 1) if len(both) else pd.Series(dtype=float)
         med = float(change.median()) if len(change) else float("nan")
         if not len(change):

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from selection import ARTICLE_TILE, LAST, STAGES  # noqa: E402
-from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY  # noqa: E402
+from selection import ARTICLE_TILE, HEADLINE, LAST, STAGES  # noqa: E402
+from kernels.stages import STAGES as REGISTRY, previous_stage  # noqa: E402
 from step_times import BUILD_RULES, GPU_RULES, RUN_RULES  # noqa: E402
 
 
@@ -120,10 +120,12 @@ def ours_table(agg: Path, out: Path) -> None:
         return float(r.iloc[0]) if len(r) else float("nan")
     rows = []
     for st, g in o.groupby("stage", sort=False):
-        added = sorted(REGISTRY[st].switches - REGISTRY[prev].switches) if (prev := _before(st)) else []
-        p = pred[(pred.stage == st) & (pred.quantity == "time") & (pred.N == 1024) & (pred.compared_to == prev)]
+        prev = previous_stage(st)                   # the rows start at the article's last stage: each has one
+        added = sorted(REGISTRY[st].switches - REGISTRY[prev].switches)
+        p = pred[(pred.stage == st) & (pred.quantity == "time") & (pred.N == HEADLINE["N"])
+                 & (pred.compared_to == prev)]
         rows.append({
-            "stage": st, "switch": tex_escape(", ".join(added)) if added else "(the article's last)",
+            "stage": st, "switch": tex_escape(", ".join(added)),
             r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max()),
             r"\% cuDNN": fmt(g.pct_cudnn.median()), r"\% FA2": fmt(g.pct_flash.median()),
             "regs": fmt(regs(st)),
@@ -133,12 +135,6 @@ def ours_table(agg: Path, out: Path) -> None:
             "runs": str(g.run.nunique()),
         })
     latex(pd.DataFrame(rows), out / "ours.tex", "llrrrrrrlr")
-
-
-def _before(stage: str) -> str | None:
-    names = list(REGISTRY)
-    i = names.index(stage)
-    return names[i - 1] if i else None
 
 
 def per_n_table(agg: Path, out: Path) -> None:
