@@ -44,12 +44,21 @@ The switches, and what the baseline does instead:
   rounded back to 16 bits), so the loop computes ``s - m`` instead of ``s * scale - m``. The article reports that
   this saves nothing, because Triton already fuses the multiplication and subtraction into one FFMA: it only turns
   the FFMA into an FADD.
+- ``LAZY_RESCALE`` (ours, v14): the online softmax rescales acc and l_i by exp(m_old - m_new) at every step, one
+  multiplication per accumulator element (HEAD_DIM / BLOCK_N per score). With this switch the block keeps its old
+  maxima, and skips the rescale, unless some row's maximum grew by more than RESCALE_THRESHOLD; the probabilities
+  are then bounded by 2**8 instead of 1. After the first steps the maxima rarely grow that much, so most steps do
+  no rescale (FlashAttention-4's conditional rescaling). The result is the same up to rounding.
 - ``CONST_STRIDES`` (v7): the row stride is the compile-time HEAD_DIM and the column stride 1 (the host checks
   that the tensors have such rows). The batch and head strides stay run-time values. Note that Triton's JIT already
   turns an integer argument equal to 1 into a constant, so for contiguous inputs only the row stride changes.
 """
 import triton
 import triton.language as tl
+
+# LAZY_RESCALE: the growth of a row's running maximum (in the exponent's units: log2 with USE_EXP2, else natural
+# log) below which acc and l_i are not rescaled (FlashAttention-4's conditional rescaling; 8 = a factor 256 with exp2).
+RESCALE_THRESHOLD = tl.constexpr(8.0)
 
 
 @triton.jit
@@ -94,7 +103,7 @@ def _load_v(v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, N,
 def _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, offs_m, N, qk_scale,
                 MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
                 NO_EXTRA_CASTS: tl.constexpr, USE_EXP2: tl.constexpr, PRESCALE_Q: tl.constexpr,
-                USE_TMA: tl.constexpr, HOST_DESC: tl.constexpr):
+                USE_TMA: tl.constexpr, HOST_DESC: tl.constexpr, LAZY_RESCALE: tl.constexpr):
     """One step of the online softmax on the scores s = q k^T of keys [start_n, start_n + BLOCK_N), and the
     product of its probabilities with their values, added into acc."""
     if MASKED:
@@ -105,23 +114,45 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, start_n, stride_vn, stride_
         s = tl.where(keep, s, float("-inf"))
     if PRESCALE_Q:  # q was scaled at load
         m_new = tl.maximum(m_i, tl.max(s, 1))
-        x = s - m_new[:, None]
     else:
         m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+    if LAZY_RESCALE:
+        # Keep the old maxima (and skip the rescale of acc) unless some row's maximum grew by more than
+        # RESCALE_THRESHOLD in log units: the probabilities are then at most 2**8 (exp2) instead of 1, which float32
+        # sums and 16-bit P hold without loss. One decision for the whole block, so the branch is uniform.
+        grew = tl.where(m_new > m_i + RESCALE_THRESHOLD, 1, 0)
+        if tl.max(grew, 0) > 0:
+            if USE_EXP2:
+                alpha = tl.math.exp2(m_i - m_new)
+            else:
+                alpha = tl.exp(m_i - m_new)
+            acc = acc * alpha[:, None]
+            l_i = l_i * alpha
+            m_i = m_new
+        m_new = m_i
+    if PRESCALE_Q:
+        x = s - m_new[:, None]
+    else:
         x = s * qk_scale - m_new[:, None]
     if USE_EXP2:
         p = tl.math.exp2(x)
-        alpha = tl.math.exp2(m_i - m_new)
     else:
         p = tl.exp(x)
-        alpha = tl.exp(m_i - m_new)
+    if not LAZY_RESCALE:
+        if USE_EXP2:
+            alpha = tl.math.exp2(m_i - m_new)
+        else:
+            alpha = tl.exp(m_i - m_new)
     v = _load_v(v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, N, MASKED, BLOCK_N, HEAD_DIM, USE_TMA, HOST_DESC)
     p_lo = p.to(v.dtype)
-    if NO_EXTRA_CASTS:
+    if LAZY_RESCALE:
+        l_i = l_i + tl.sum(p, 1)     # acc and l_i were rescaled above, or not at all
+    elif NO_EXTRA_CASTS:
         l_i = l_i * alpha + tl.sum(p, 1)
     else:
         l_i = l_i * alpha + tl.sum(p_lo.to(tl.float32), 1)
-    acc = acc * alpha[:, None]
+    if not LAZY_RESCALE:
+        acc = acc * alpha[:, None]
     acc = tl.dot(p_lo, v, acc)
     return acc, l_i, m_new
 
@@ -133,7 +164,7 @@ def _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, 
               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
               PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr, OVERLAP_QK: tl.constexpr,
-              HOST_DESC: tl.constexpr):
+              HOST_DESC: tl.constexpr, LAZY_RESCALE: tl.constexpr):
     """Steps over the key/value blocks [lo, hi), updating (acc, l_i, m_i).
 
     MASKED: mask keys past N and, if causal, keys after the query row. Unmasked steps load without bounds checks.
@@ -156,11 +187,11 @@ def _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, 
                 s_next = tl.dot(q, k)
                 acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, offs_m, N,
                                             qk_scale, MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, NO_EXTRA_CASTS,
-                                            USE_EXP2, PRESCALE_Q, USE_TMA, HOST_DESC)
+                                            USE_EXP2, PRESCALE_Q, USE_TMA, HOST_DESC, LAZY_RESCALE)
                 s = s_next
             acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, last, stride_vn, stride_vd, offs_m, N, qk_scale,
                                         MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, NO_EXTRA_CASTS, USE_EXP2,
-                                        PRESCALE_Q, USE_TMA, HOST_DESC)
+                                        PRESCALE_Q, USE_TMA, HOST_DESC, LAZY_RESCALE)
     else:
         for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
             start_n = tl.multiple_of(start_n, BLOCK_N)
@@ -168,7 +199,7 @@ def _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, 
                                     USE_TMA, HOST_DESC))
             acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, kv_b, kv_h, start_n, stride_vn, stride_vd, offs_m, N,
                                         qk_scale, MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, NO_EXTRA_CASTS, USE_EXP2,
-                                        PRESCALE_Q, USE_TMA, HOST_DESC)
+                                        PRESCALE_Q, USE_TMA, HOST_DESC, LAZY_RESCALE)
     return acc, l_i, m_i
 
 
@@ -183,7 +214,8 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
               Q_BLOCKS_ON_AXIS0: tl.constexpr, CAUSAL_SKIP: tl.constexpr, TWO_PHASE: tl.constexpr,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
               CONST_STRIDES: tl.constexpr, PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr,
-              HEAVY_FIRST: tl.constexpr, OVERLAP_QK: tl.constexpr, HOST_DESC: tl.constexpr):
+              HEAVY_FIRST: tl.constexpr, OVERLAP_QK: tl.constexpr, HOST_DESC: tl.constexpr,
+              LAZY_RESCALE: tl.constexpr):
     if Q_BLOCKS_ON_AXIS0:
         start_m = tl.program_id(0)
         off_bh = tl.program_id(1)
@@ -261,16 +293,16 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, split, N, qk_scale, False, IS_CAUSAL, BLOCK_N, HEAD_DIM,
                                   NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
-                                  HOST_DESC)
+                                  HOST_DESC, LAZY_RESCALE)
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, split, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
                                   NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
-                                  HOST_DESC)
+                                  HOST_DESC, LAZY_RESCALE)
     else:
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
                                   NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
-                                  HOST_DESC)
+                                  HOST_DESC, LAZY_RESCALE)
 
     out = (acc / l_i[:, None]).to(q.dtype)   # out has q's dtype (checked on the host)
     if USE_TMA and HOST_DESC:

@@ -105,6 +105,11 @@ BEYOND: Mapping[str, Switch] = {
                "grid axis 0 = batch*head again (the article's v1 undone): with heavy_first, every head's heaviest "
                "query block starts before any lighter one, longest-first over the whole grid",
                "", replaces="grid_order"),
+        Switch("lazy_rescale", "v14",
+               "the running output and row sums are rescaled only when some row's maximum grew by more than 8 "
+               "(a factor 256 in exp2 units), decided once per block (FlashAttention-4's conditional rescaling): "
+               "no multiplication of the whole accumulator at most steps",
+               "LAZY_RESCALE"),
     )
 }
 

@@ -206,3 +206,49 @@ def test_hopper_matrix_instructions_need_64_rows(tmp_path):
     small, large = t[("v7-warp_specialize", 90, "32x32w4s3")], t[("v7-warp_specialize", 90, "64x64w4s3")]
     assert small.get("sass.HMMA", 0) > 0 and small.get("sass.HGMMA", 0) == 0
     assert large.get("sass.HGMMA", 0) > 0 and large.get("sass.HMMA", 0) == 0
+
+
+def _loops(sass: str) -> list:
+    """The innermost loops of a SASS listing: (start, end, instructions), from each backward branch to its target."""
+    import re
+    ins = [(int(m.group(1), 16), m.group(2)) for m in
+           (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line) for line in sass.splitlines()) if m]
+    loops = []
+    for addr, text in ins:
+        m = re.search(r"\bBRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < addr:
+            loops.append((int(m.group(1), 16), addr))
+    # innermost only: a backward branch from an out-of-line wait (a TMA barrier's retry) back into the code spans
+    # real loops, and is not one
+    return [(s, e, ins) for s, e in loops if not any(s <= s2 and e2 < e for s2, e2 in loops if (s2, e2) != (s, e))]
+
+
+def skippable_fmuls(sass: str) -> int:
+    """The most FMUL instructions that one forward branch inside a loop jumps over (0 if no branch skips any)."""
+    import re
+    best = 0
+    for start, end, ins in _loops(sass):
+        body = [(a, t) for a, t in ins if start <= a <= end]
+        for a, t in body:
+            m = re.search(r"\bBRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", t)
+            if m and a < int(m.group(1), 16) <= end:
+                target = int(m.group(1), 16)
+                best = max(best, sum(1 for b, u in body if a < b < target and re.match(r"(@!?U?P\w+\s+)?FMUL\b", u)))
+    return best
+
+
+def test_lazy_rescale_puts_the_accumulator_rescale_behind_a_branch(tmp_path):
+    """v14's change: the multiplication of the accumulator by exp2(m_old - m_new), one FMUL per accumulator element
+    a thread holds (BLOCK_M x HEAD_DIM / 128 = 64 at 64x64w4, D=128), moves behind a forward branch inside the KV
+    loop, which steps without a grown maximum jump over; the exponentials of the scores stay."""
+    from kernels.stages import previous_stage, stage_adding
+    lazy = stage_adding("lazy_rescale")
+    t = build(tmp_path, "--variants", previous_stage(lazy), lazy, "--archs", "90")
+    skipped = {}
+    for variant in (previous_stage(lazy), lazy):
+        sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
+        skipped[variant] = skippable_fmuls(sass)
+    assert skipped[previous_stage(lazy)] == 0
+    assert skipped[lazy] >= 64
+    (before,), (after,) = ([m for k, m in t.items() if k[0] == v] for v in (previous_stage(lazy), lazy))
+    assert after["sass.MUFU.EX2"] <= before["sass.MUFU.EX2"] + 8 and after["sass.HGMMA"] == before["sass.HGMMA"]

@@ -108,3 +108,18 @@ def test_bf16_in_interpreter_is_refused(make_qkv):
     with pytest.raises(ValueError, match=r"bfloat16 in Triton's interpreter gives wrong results .* run bfloat16 on "
                                          r"a GPU, or use float16 on the CPU"):
         attention(q, k, v)
+
+
+@pytest.mark.parametrize("top", [2.0, 12.0], ids=["gentle", "steep"])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_lazy_rescale_when_the_maxima_keep_growing(make_qkv, causal, top):
+    """lazy_rescale (v14) keeps a block's old row maxima unless one grew by more than the threshold (8 in log2 units).
+    Keys whose scale grows along the sequence make the maxima grow from block to block: by less than the threshold
+    (gentle: every step after the first skips the rescale, and the probabilities exceed 1) or by more (steep: the
+    steps rescale). Both must match the float64 reference, and the stage before it."""
+    from kernels.stages import stage_adding
+    stage = stage_adding("lazy_rescale")
+    q, k, v, seed = make_qkv(1, 2, 1, 300, 64)
+    ramp = torch.linspace(0.1, top, k.shape[2])[None, None, :, None]
+    k = (k.float() * ramp).to(k.dtype)
+    run_and_judge(q, k, v, seed, causal=causal, stage=stage)

@@ -44,6 +44,11 @@ def test_plan_covers_the_sets():
     assert premise and {e.key.replace("premise", "") for e in premise} <= {e.key for e in entries}
     profiled = {e.key for e in bench_plan.profile_entries(CFG)}
     assert profiled <= set(keys)                                    # every profiled entry is timed too
+    # the long-sequence Nsight entries too (each at its own tile at that N, as the N sweep times it), with cuDNN
+    large = bench_plan.large_n_entries(CFG)
+    assert {e.shape.N for e in large} == set(CFG["profile"]["large_n"]["N"]) and len(large) == len(set(large))
+    assert {e.key for e in large} <= set(keys)
+    assert {e.variant for e in large} >= set(CFG["profile"]["large_n"]["torch_impls"])
 
 
 class Interrupt(Exception):

@@ -38,6 +38,7 @@ rule aggregate:
         launch_cost=f"{AGG}/launch_cost.csv",
         runs=f"{AGG}/runs.csv",
         premise=f"{AGG}/premise.csv",
+        large_n=f"{AGG}/large_n.csv",
     log:
         "logs/aggregate.log",
     benchmark:

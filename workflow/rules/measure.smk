@@ -82,6 +82,7 @@ rule profile:
         report=f"{STAGING}/{{run}}/profile/profile.ncu-rep.gz",
         duration=f"{STAGING}/{{run}}/profile/ncu_duration.csv",
         premise=f"{STAGING}/{{run}}/profile/ncu_premise.csv",
+        large_n=f"{STAGING}/{{run}}/profile/ncu_large_n.csv",
     log:
         f"{STAGING}/{{run}}/profile/profile.log",
     benchmark:
@@ -159,6 +160,7 @@ rule seal_run:
         f"{STAGING}/{{run}}/profile/ncu.csv",
         f"{STAGING}/{{run}}/profile/ncu_duration.csv",
         f"{STAGING}/{{run}}/profile/ncu_premise.csv",
+        f"{STAGING}/{{run}}/profile/ncu_large_n.csv",
         f"{STAGING}/{{run}}/timer_check/timer_check.csv",
         f"{STAGING}/{{run}}/compile/compiled.csv",
         f"{STAGING}/{{run}}/verify/correctness.csv",

@@ -23,6 +23,7 @@ Writes:
 - runs.csv: per run, its start, commit(s) and the GPU's L2 size;
 - premise.csv: the Nsight metrics of the premise entries (where a claim's premise holds and the headline's does
   not), with their sequence length N;
+- large_n.csv: the Nsight metrics of the long-sequence entries (plan.profile.large_n), with their N;
 - launch_cost.csv: per run (with its commit and start), the host time of a plain call (best and median of the
   run's repeats), the event-timed call and the kernel time of each stage and PyTorch backend at the headline shape.
 """
@@ -260,10 +261,11 @@ def main(argv=None) -> int:
     info = run_info(run_dirs)
     info.to_csv(a.out / "runs.csv", index=False)
     launch_cost(pr, info).to_csv(a.out / "launch_cost.csv", index=False)
-    premise = load(run_dirs, "ncu_premise.csv", required=False)
-    if not premise.empty:
-        premise["N"] = premise.key.str.split("|").str[2].str.split(",").str[3].astype(int)
-    premise.to_csv(a.out / "premise.csv", index=False)
+    for name in ("premise", "large_n"):      # Nsight away from the headline N: the N is the key's
+        extra = load(run_dirs, f"ncu_{name}.csv", required=False)
+        if not extra.empty:
+            extra["N"] = extra.key.str.split("|").str[2].str.split(",").str[3].astype(int)
+        extra.to_csv(a.out / f"{name}.csv", index=False)
     load(run_dirs, "ncu.csv").to_csv(a.out / "ncu.csv", index=False)
     load(run_dirs, "ceilings.csv", required=False).to_csv(a.out / "ceilings.csv", index=False)
     build = pd.concat([pd.read_csv(b) for b in a.build], ignore_index=True) if a.build else pd.DataFrame()

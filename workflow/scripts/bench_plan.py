@@ -138,6 +138,22 @@ def premise_entries(m: dict) -> list:
             for n in p["N"] for v in p["variants"]]
 
 
+def large_n_entries(m: dict) -> list:
+    """Entries profiled at long sequences (plan.profile.large_n), where the KV loop dominates: the variants at their
+    own tile at each N, and the PyTorch kernels beside them, at the headline layout. What holds our last stages
+    behind cuDNN there, in a few Nsight metrics."""
+    p = m["profile"].get("large_n")
+    if not p:
+        return []
+    out = []
+    for n in p["N"]:
+        shape = Shape(**{**HEADLINE.as_dict(), "N": int(n)})
+        out += [Entry("large_n", "triton", v, shape, default_tile(resolve_variant(v), shape.D, shape.N))
+                for v in p["variants"]]
+        out += [Entry("large_n", impl, impl, shape) for impl in p["torch_impls"]]
+    return out
+
+
 def check_plan(m: dict) -> list:
     """Expand the whole plan (every set, the profiled and the premise entries) and check every entry, so that a bad
     plan fails when the pipeline is parsed (a dry run), not inside a GPU job: unknown variants, shapes the kernel
@@ -148,7 +164,7 @@ def check_plan(m: dict) -> list:
     if untimed:
         raise ValueError(f"profiled entries that no bench set times (the cross-check needs both): {untimed}; add "
                          f"them to a set (e.g. plan.tiles) or drop them from plan.profile")
-    entries = timed + profile_entries(m) + premise_entries(m)
+    entries = timed + profile_entries(m) + premise_entries(m) + large_n_entries(m)
     for e in entries:
         s = e.shape
         where = f"plan entry {e.key} (sets: {e.set})"

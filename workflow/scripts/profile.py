@@ -7,7 +7,9 @@ profiler window, with the clocks as found (--clock-control none) and the caches 
 - the duration alone (gpu__time_duration.sum, one replay pass), `duration_launches` launches per entry ->
   ncu_duration.csv, which the aggregate step compares with the kernel timer (the cross-check);
 - the premise entries (plan.profile.premise: where a claim's premise holds and the headline's does not, e.g. a
-  working set larger than the L2 for the grid order of C1), a few memory metrics -> ncu_premise.csv.
+  working set larger than the L2 for the grid order of C1), a few memory metrics -> ncu_premise.csv;
+- the long-sequence entries (plan.profile.large_n: our last stages and cuDNN where the KV loop dominates), the
+  metrics that say what limits the loop (pipes, issue, stalls, occupancy) -> ncu_large_n.csv.
 Each report is read by ncu_tidy.py in a process of its own (loaded beside torch the report library has crashed).
 A run interrupted after a report was written resumes at its reading.
 
@@ -79,14 +81,16 @@ def profile(cfg_path: Path, out: Path, log=print) -> None:
     _pass(out, "profile", "ncu.csv", "full", ["--set", "full"], target, log)
     _pass(out, "duration", "ncu_duration.csv", "duration", ["--metrics", "gpu__time_duration.sum"],
           [*target, "--launches", str(int(cfg["profile"]["duration_launches"]))], log)
-    premise = cfg["profile"].get("premise")
-    if not premise:
-        import ncu_tidy
-        ncu_tidy.write([], out / "ncu_premise.csv")       # the step's declared output, with no rows
-        log("profile: no premise entries asked for")
-        return
-    _pass(out, "premise", "ncu_premise.csv", "full", ["--metrics", ",".join(premise["metrics"])],
-          [*target, "--entries", "premise"], log)
+    for name in ("premise", "large_n"):
+        extra = cfg["profile"].get(name)
+        csv_name = f"ncu_{name}.csv"
+        if not extra:
+            import ncu_tidy
+            ncu_tidy.write([], out / csv_name)       # the step's declared output, with no rows
+            log(f"profile: no {name} entries asked for")
+            continue
+        _pass(out, name, csv_name, "full", ["--metrics", ",".join(extra["metrics"])],
+              [*target, "--entries", name], log)
 
 
 def main(argv=None) -> int:

@@ -15,6 +15,9 @@ from pathlib import Path
 import bench_plan  # noqa: E402
 from bench import check  # noqa: E402
 
+ENTRIES = {"profile": bench_plan.profile_entries, "premise": bench_plan.premise_entries,
+           "large_n": bench_plan.large_n_entries}
+
 
 def main() -> int:
     import torch
@@ -23,11 +26,12 @@ def main() -> int:
     ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
     ap.add_argument("--order", type=Path, required=True, help="where to write the profiled entries, in order")
     ap.add_argument("--launches", type=int, default=1, help="launches of each entry inside its window")
-    ap.add_argument("--entries", choices=["profile", "premise"], default="profile",
-                    help="the profiled entries (plan.profile) or the premise entries (plan.profile.premise)")
+    ap.add_argument("--entries", choices=list(ENTRIES), default="profile",
+                    help="the profiled entries (plan.profile), the premise entries (plan.profile.premise) or the "
+                         "long-sequence entries (plan.profile.large_n)")
     a = ap.parse_args()
     cfg = bench_plan.load_config(a.config)
-    entries = bench_plan.profile_entries(cfg) if a.entries == "profile" else bench_plan.premise_entries(cfg)
+    entries = ENTRIES[a.entries](cfg)
     profiled = []
     for e in entries:
         status, err, note, calls = check(e, seed=1234)
