@@ -44,6 +44,11 @@ The switches, and what the baseline does instead:
   rounded back to 16 bits), so the loop computes ``s - m`` instead of ``s * scale - m``. The article reports that
   this saves nothing, because Triton already fuses the multiplication and subtraction into one FFMA: it only turns
   the FFMA into an FADD.
+- ``Q_IN_REGISTERS`` (ours, v15): Q is scaled once at load, as with PRESCALE_Q, but for another reason: a computed
+  tensor is what Triton keeps in registers as the A operand of the q k^T warpgroup MMA (HGMMA R, R, gdesc), while
+  a tile that was only loaded stays in shared memory and is read again by every step (HGMMA R, gdesc, gdesc). At
+  64 query rows and BLOCK_N = 64 those reads are half the step's shared-memory traffic, and Q's buffer need not be
+  kept: 64x64 tiles with 2 stages fit three programs per SM instead of two.
 - ``LAZY_RESCALE`` (ours, v14): the online softmax rescales acc and l_i by exp(m_old - m_new) at every step, one
   multiplication per accumulator element (HEAD_DIM / BLOCK_N per score). With this switch the block keeps its old
   maxima, and skips the rescale, unless some row's maximum grew by more than RESCALE_THRESHOLD; the probabilities
@@ -215,7 +220,7 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
               CONST_STRIDES: tl.constexpr, PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr,
               HEAVY_FIRST: tl.constexpr, OVERLAP_QK: tl.constexpr, HOST_DESC: tl.constexpr,
-              LAZY_RESCALE: tl.constexpr):
+              LAZY_RESCALE: tl.constexpr, Q_IN_REGISTERS: tl.constexpr):
     if Q_BLOCKS_ON_AXIS0:
         start_m = tl.program_id(0)
         off_bh = tl.program_id(1)
@@ -271,8 +276,13 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
             k_src = k_base
             v_src = v_base
             q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
-    if PRESCALE_Q:
+    if Q_IN_REGISTERS:
+        # Scaled here, q is a computed tensor: Triton keeps it in registers as the A operand of the q k^T warpgroup
+        # MMA, instead of reading it from shared memory at every step (the same scaling as PRESCALE_Q).
         q = (q * qk_scale).to(q.dtype)
+    elif PRESCALE_Q:
+        q = (q * qk_scale).to(q.dtype)
+    SCALED_Q: tl.constexpr = PRESCALE_Q or Q_IN_REGISTERS
 
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -292,16 +302,16 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
             split = N // BLOCK_N * BLOCK_N
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, split, N, qk_scale, False, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, SCALED_Q, USE_TMA, OVERLAP_QK,
                                   HOST_DESC, LAZY_RESCALE)
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, split, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, SCALED_Q, USE_TMA, OVERLAP_QK,
                                   HOST_DESC, LAZY_RESCALE)
     else:
         acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, kv_b, kv_h, stride_kn, stride_kd, stride_vn, stride_vd,
                                   offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL, BLOCK_N, HEAD_DIM,
-                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, PRESCALE_Q, USE_TMA, OVERLAP_QK,
+                                  NO_EXTRA_CASTS, WARP_SPECIALIZE, USE_EXP2, SCALED_Q, USE_TMA, OVERLAP_QK,
                                   HOST_DESC, LAZY_RESCALE)
 
     out = (acc / l_i[:, None]).to(q.dtype)   # out has q's dtype (checked on the host)

@@ -110,6 +110,11 @@ BEYOND: Mapping[str, Switch] = {
                "(a factor 256 in exp2 units), decided once per block (FlashAttention-4's conditional rescaling): "
                "no multiplication of the whole accumulator at most steps",
                "LAZY_RESCALE"),
+        Switch("q_in_registers", "v15",
+               "Q is scaled once at load, so that Triton keeps it in registers as the A operand of the q k^T "
+               "warpgroup MMA instead of reading it from shared memory at every step; lazy_rescale (slower in "
+               "run-13-x2) is off again",
+               "Q_IN_REGISTERS", replaces="lazy_rescale"),
     )
 }
 

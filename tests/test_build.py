@@ -252,3 +252,21 @@ def test_lazy_rescale_puts_the_accumulator_rescale_behind_a_branch(tmp_path):
     assert skipped[lazy] >= 64
     (before,), (after,) = ([m for k, m in t.items() if k[0] == v] for v in (previous_stage(lazy), lazy))
     assert after["sass.MUFU.EX2"] <= before["sass.MUFU.EX2"] + 8 and after["sass.HGMMA"] == before["sass.HGMMA"]
+
+
+def test_q_in_registers_feeds_the_first_product_from_registers(tmp_path):
+    """v15's change: the q k^T warpgroup MMA takes its A operand (Q) from registers (HGMMA R, R, gdesc) instead of
+    shared memory (HGMMA R, gdesc); the P V product already did. More registers, less shared memory."""
+    import re
+    from kernels.stages import previous_stage, stage_adding
+    v15 = stage_adding("q_in_registers")
+    t = build(tmp_path, "--variants", previous_stage(v15), v15, "--archs", "90")
+    a_from_registers = {}
+    for variant in (previous_stage(v15), v15):
+        sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
+        qk = [line for line in sass.splitlines() if re.search(r"HGMMA\.64x\d+x16\.F32\s", line) and ".tnspB" not in line]
+        assert qk, variant
+        a_from_registers[variant] = all(re.search(r"HGMMA\S*\s+R\d+,\s*R\d+,\s*gdesc", line) for line in qk)
+    assert a_from_registers == {previous_stage(v15): False, v15: True}
+    (before,), (after,) = ([m for k, m in t.items() if k[0] == v] for v in (previous_stage(v15), v15))
+    assert after["shared_bytes"] < before["shared_bytes"] and after["registers"] > before["registers"]
