@@ -49,6 +49,10 @@ The switches, and what the baseline does instead:
   a tile that was only loaded stays in shared memory and is read again by every step (HGMMA R, gdesc, gdesc). At
   64 query rows and BLOCK_N = 64 those reads are half the step's shared-memory traffic, and Q's buffer need not be
   kept: 64x64 tiles with 2 stages fit three programs per SM instead of two.
+- ``HEAD_GROUPS`` (ours, v17): a one-dimensional grid ordered by groups of HEAD_GROUP heads (chosen on the host so
+  that their keys and values fit in half the L2), and within a group by query block with the heads inner. With
+  every head in one group this is heads_inner's order (v13); at long sequences the groups keep the K and V that the
+  running programs read in the L2.
 - ``LAZY_RESCALE`` (ours, v14): the online softmax rescales acc and l_i by exp(m_old - m_new) at every step, one
   multiplication per accumulator element (HEAD_DIM / BLOCK_N per score). With this switch the block keeps its old
   maxima, and skips the rescale, unless some row's maximum grew by more than RESCALE_THRESHOLD; the probabilities
@@ -214,14 +218,25 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
               stride_kb, stride_kh, stride_kn, stride_kd,
               stride_vb, stride_vh, stride_vn, stride_vd,
               stride_ob, stride_oh, stride_on, stride_od,
-              H, GROUP, N,
+              H, GROUP, N, HEAD_GROUP,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, IS_CAUSAL: tl.constexpr,
               Q_BLOCKS_ON_AXIS0: tl.constexpr, CAUSAL_SKIP: tl.constexpr, TWO_PHASE: tl.constexpr,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
               CONST_STRIDES: tl.constexpr, PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr,
               HEAVY_FIRST: tl.constexpr, OVERLAP_QK: tl.constexpr, HOST_DESC: tl.constexpr,
-              LAZY_RESCALE: tl.constexpr, Q_IN_REGISTERS: tl.constexpr):
-    if Q_BLOCKS_ON_AXIS0:
+              LAZY_RESCALE: tl.constexpr, Q_IN_REGISTERS: tl.constexpr, HEAD_GROUPS: tl.constexpr):
+    if HEAD_GROUPS:
+        # One grid axis, in groups of HEAD_GROUP heads (the last group may be smaller); within a group by query
+        # block, every head of the group at one block before the next block.
+        n_blocks = tl.cdiv(N, BLOCK_M)
+        pid = tl.program_id(0)
+        per_group = HEAD_GROUP * n_blocks
+        first = pid // per_group * HEAD_GROUP
+        size = tl.minimum(HEAD_GROUP, tl.num_programs(0) // n_blocks - first)
+        rank = pid % per_group
+        start_m = rank // size
+        off_bh = first + rank % size
+    elif Q_BLOCKS_ON_AXIS0:
         start_m = tl.program_id(0)
         off_bh = tl.program_id(1)
         n_blocks = tl.num_programs(0)

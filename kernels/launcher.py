@@ -12,7 +12,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import inputs
 from .flash_fwd import _attn_fwd
-from .stages import FINAL, ALL_SWITCHES, Tile, check_switches, default_tile, frozen_switches, get_stage, variant_name
+from .stages import (FINAL, ALL_SWITCHES, Tile, check_switches, default_tile, frozen_switches, get_stage,
+                     head_group_size, register_cap, variant_name)
 
 LOG2E = math.log2(math.e)
 TENSOR_ARGS = ("Q", "K", "V", "Out")  # the kernel's first four parameters: tensors, or TMA descriptors of them
@@ -35,7 +36,9 @@ class Launch:
 
     @property
     def options(self) -> dict:
-        return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages}
+        cap = register_cap(self.switches, self.tile)
+        return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages,
+                **({"maxnreg": cap} if cap else {})}
 
 
 def _stage_or_switches(stage: str | None, switches: Iterable[str] | None) -> tuple:
@@ -76,8 +79,15 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         inputs.check_tma(label, q=q, k=k, v=v, out=out)
     on = {sw.kernel_arg: (name in switches) for name, sw in ALL_SWITCHES.items() if sw.kernel_arg}
     n_blocks = triton.cdiv(N, t.block_m)
-    grid = (n_blocks, B * H) if on["Q_BLOCKS_ON_AXIS0"] else (B * H, n_blocks)
-    if grid[1] > inputs.MAX_GRID_AXIS1:
+    head_group = 1
+    if on["HEAD_GROUPS"]:
+        head_group = head_group_size(N, D, q.element_size(), H // H_kv, B * H, l2_bytes(q.device))
+        grid = (B * H * n_blocks,)
+    elif on["Q_BLOCKS_ON_AXIS0"]:
+        grid = (n_blocks, B * H)
+    else:
+        grid = (B * H, n_blocks)
+    if len(grid) > 1 and grid[1] > inputs.MAX_GRID_AXIS1:
         raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
                          f"split the batch, or use a larger block_m")
     qk_scale = float(sm_scale) * (LOG2E if on["USE_EXP2"] else 1.0)  # with PRESCALE_Q the kernel scales Q by it
@@ -86,7 +96,7 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
     for prefix, t_ in (("q", q), ("k", k), ("v", v), ("o", out)):
         for axis, s in zip("bhnd", t_.stride()):
             kwargs[f"stride_{prefix}{axis}"] = s
-    kwargs.update(H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=t.block_m, BLOCK_N=t.block_n, IS_CAUSAL=causal,
+    kwargs.update(H=H, GROUP=H // H_kv, N=N, HEAD_GROUP=head_group, HEAD_DIM=D, BLOCK_M=t.block_m, BLOCK_N=t.block_n, IS_CAUSAL=causal,
                   **on)
     return Launch(label, switches, t, grid, kwargs)
 
@@ -120,6 +130,17 @@ def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
     device), from PyTorch's caching allocator on the current device (alignment: PyTorch's blocks start on 512
     bytes, more than Triton's 128)."""
     return torch.empty(size, dtype=torch.uint8, device="cuda" if torch.cuda.is_available() else "cpu")
+
+
+# The L2 size that the interpreter (no GPU) plans with: the H200's (Nsight: device__attribute_l2_cache_size).
+INTERPRETER_L2_BYTES = 62914560
+
+
+def l2_bytes(device: torch.device) -> int:
+    """The L2 cache size of the device the tensors are on (the interpreter's stand-in on the CPU)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).L2_cache_size
+    return INTERPRETER_L2_BYTES
 
 
 def _ensure_allocator() -> None:
@@ -166,6 +187,7 @@ class _Plan:
     grid: tuple
     rest: tuple
     host_desc: bool = False      # the tensors go to the kernel as TMA descriptors made on the host
+    switches: frozenset = frozenset()   # for the compile options they imply (a register cap)
     direct: tuple | None = None
 
 
@@ -225,7 +247,7 @@ def _launch_jit(plan: _Plan, q, k, v, out) -> None:
     checks have made sure that they are CUDA memory of the current device, which is all that Triton's per-pointer
     driver query would check again."""
     tensors = host_descriptors(q, k, v, out, plan.tile) if plan.host_desc else (q, k, v, out)
-    launch = Launch(plan.label, frozenset(), plan.tile, plan.grid,
+    launch = Launch(plan.label, plan.switches, plan.tile, plan.grid,
                     {**dict(zip(TENSOR_ARGS, tensors)), **dict(zip(_REST, plan.rest))})
     kernel = launch_kernel(launch)
     if kernel is not None and q.is_cuda:
@@ -258,7 +280,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
         # The cached launch: Triton's generated launcher, called directly (see _launch_jit).
         launch, function, packed, coop, pdl, scratch = plan.direct
-        g0, g1 = plan.grid
+        g0, g1 = (*plan.grid, 1)[:2]
         # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would.
         scratch = torch.empty(g0 * g1 * scratch, dtype=torch.uint8, device=q.device) if scratch else None
         launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
@@ -269,7 +291,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         inputs.check_runnable(q)
         inputs.check_no_alias(q, k, v, out)
         plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in _REST),
-                     host_desc=isinstance(launch.kwargs["Q"], TensorDescriptor))
+                     host_desc=isinstance(launch.kwargs["Q"], TensorDescriptor), switches=launch.switches)
         if key is not None:
             if len(_PLANS) >= CACHE_SIZE:
                 _PLANS.clear()

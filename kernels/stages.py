@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -115,6 +116,17 @@ BEYOND: Mapping[str, Switch] = {
                "warpgroup MMA instead of reading it from shared memory at every step; lazy_rescale (slower in "
                "run-13-x2) is off again",
                "Q_IN_REGISTERS", replaces="lazy_rescale"),
+        Switch("three_per_sm", "v16",
+               "64x64 tiles with 2 stages and at most 168 registers per thread (Triton's maxnreg) at every N, so "
+               "that three programs (12 warps) share each SM instead of two: with Q in registers such a program "
+               "needs 65568 B of shared memory and would otherwise take 170 registers",
+               ""),
+        Switch("head_groups", "v17",
+               "the grid is ordered by groups of heads whose keys and values fit in half the L2 together, heaviest "
+               "query block first within each group: at long sequences the programs running at once read the K "
+               "and V of a few heads instead of all of them (heads_inner's order, which the group keeps at short "
+               "N, lost the L2 at 16384: 4.6x the DRAM reads of v12 in run-13-x2)",
+               "HEAD_GROUPS"),
     )
 }
 
@@ -137,6 +149,31 @@ ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **EXTENSIONS}
 ARTICLE_TILE = Tile()
 HOPPER_TILE = Tile(64, 64, 4, 3)        # one warpgroup of 64 query rows: wgmma's m64
 HOPPER_TILE_D256 = Tile(64, 32, 4, 2)   # D = 256: the K and V stages of 64x64x3 do not fit in 227 KiB
+THREE_PER_SM_TILE = Tile(64, 64, 4, 2)  # three_per_sm: with Q in registers, 65568 B of shared memory per program
+REGISTERS_PER_SM = 65536                # sm_90 (and sm_80 to sm_120): 64 K 32-bit registers per SM
+REGISTER_ALLOCATION_UNIT = 8            # registers per thread are allocated in multiples of 8
+
+
+def head_group_size(N: int, D: int, element_bytes: int, group: int, heads: int, l2_bytes: int) -> int:
+    """Query heads per group of the `head_groups` grid order. At most `fit` heads keep the keys and values they read
+    (one K/V head per `group` query heads, N x D elements each for K and V) within half the L2; the `heads` (batch x
+    heads) are split into as few groups as that allows, of equal size rounded up to whole GQA groups (the last group
+    may be smaller), and a group holds at least one GQA group."""
+    kv_bytes_per_query_head = 2 * N * D * element_bytes / group
+    fit = max(group, int(l2_bytes // 2 // kv_bytes_per_query_head) // group * group)
+    n_groups = math.ceil(heads / fit)
+    size = math.ceil(math.ceil(heads / n_groups) / group) * group
+    return min(heads, size)
+
+
+def register_cap(switches: Iterable[str], tile: Tile) -> int | None:
+    """The most registers per thread a launch lets the compiler use (Triton's `maxnreg`), or None for no limit.
+    With `three_per_sm`, the most that lets three programs of the tile's warps share an SM's registers: 168 for 4
+    warps. Only 4-warp tiles are capped (at 8 warps three programs would leave 80 registers per thread)."""
+    if "three_per_sm" not in frozenset(switches) or tile.num_warps != 4:
+        return None
+    per_thread = REGISTERS_PER_SM // (3 * tile.num_warps * 32)
+    return per_thread // REGISTER_ALLOCATION_UNIT * REGISTER_ALLOCATION_UNIT
 
 
 TUNED_TILES = Path(__file__).with_name("tuned_tiles.csv")
@@ -162,9 +199,12 @@ def tuned_tile(D: int, N: int) -> Tile | None:
 
 
 def default_tile(switches: Iterable[str], D: int = 128, N: int | None = None) -> Tile:
-    """The tile a variant runs at unless one is given: with `tuned_tiles` and a known N, the recorded choice at that
-    N (where this head dim was tuned); else the Hopper tile once `hopper_tile` is on; else the article's."""
+    """The tile a variant runs at unless one is given: with `three_per_sm` (D <= 128) its tile at every N; else with
+    `tuned_tiles` and a known N, the recorded choice at that N (where this head dim was tuned); else the Hopper tile
+    once `hopper_tile` is on; else the article's."""
     switches = frozenset(switches)
+    if "three_per_sm" in switches and D <= 128:
+        return THREE_PER_SM_TILE
     if "tuned_tiles" in switches and N is not None and (t := tuned_tile(D, N)) is not None:
         return t
     if "hopper_tile" in switches:

@@ -270,3 +270,13 @@ def test_q_in_registers_feeds_the_first_product_from_registers(tmp_path):
     assert a_from_registers == {previous_stage(v15): False, v15: True}
     (before,), (after,) = ([m for k, m in t.items() if k[0] == v] for v in (previous_stage(v15), v15))
     assert after["shared_bytes"] < before["shared_bytes"] and after["registers"] > before["registers"]
+
+
+def test_three_per_sm_fits_three_programs(stages):
+    """v16's change: at most 168 registers per thread and 65568 B of shared memory, so three 4-warp programs share
+    an SM (two before), without spilling."""
+    from kernels.stages import previous_stage, stage_adding
+    three = stage_adding("three_per_sm")
+    before, after = at(stages, previous_stage(three)), at(stages, three)
+    assert before["blocks_per_sm"] == 2 and after["blocks_per_sm"] == 3
+    assert after["registers"] <= 168 < before["registers"] and after["spill_stores"] == 0

@@ -123,3 +123,23 @@ def test_lazy_rescale_when_the_maxima_keep_growing(make_qkv, causal, top):
     ramp = torch.linspace(0.1, top, k.shape[2])[None, None, :, None]
     k = (k.float() * ramp).to(k.dtype)
     run_and_judge(q, k, v, seed, causal=causal, stage=stage)
+
+
+@pytest.mark.parametrize("l2_bytes, B, heads_per_group", [(100000, 1, 4), (40000, 1, 2), (100000, 2, 4)],
+                         ids=["groups-4-2", "groups-of-one-gqa-group", "groups-across-batches"])
+def test_head_groups_cover_every_program(make_qkv, monkeypatch, l2_bytes, B, heads_per_group):
+    """head_groups (v17) orders a one-dimensional grid by groups of heads sized to the L2. With a small stand-in L2
+    the groups are small, the last one smaller than the others or spanning two batches: every (head, query block)
+    must still be computed once, and right."""
+    from kernels import launcher
+    from kernels.stages import head_group_size, stage_adding
+    stage = stage_adding("head_groups")
+    monkeypatch.setattr(launcher, "INTERPRETER_L2_BYTES", l2_bytes)
+    launcher.clear_cache()
+    q, k, v, seed = make_qkv(B, 6, 3, 77, 64)
+    assert head_group_size(77, 64, 2, 2, B * 6, l2_bytes) == heads_per_group
+    plan = launcher.plan_launch(q, k, v, torch.empty_like(q), causal=True, stage=stage)
+    assert plan.kwargs["HEAD_GROUP"] == heads_per_group and len(plan.grid) == 1
+    for causal in (True, False):
+        run_and_judge(q, k, v, seed, causal=causal, stage=stage)
+    launcher.clear_cache()

@@ -24,10 +24,12 @@ def test_stages_are_cumulative_one_switch_at_a_time():
 
 
 def test_article_tile_is_the_default_until_the_hopper_tile():
-    from kernels.stages import HOPPER_TILE, OUR_STAGES, default_tile
+    from kernels.stages import HOPPER_TILE, OUR_STAGES, THREE_PER_SM_TILE, default_tile
     for name, st in STAGES.items():
         assert st.change
-        if "hopper_tile" in st.switches:
+        if "three_per_sm" in st.switches:      # its own tile at every N from then on
+            assert st.tile == THREE_PER_SM_TILE == default_tile(st.switches, 128, 16384)
+        elif "hopper_tile" in st.switches:
             assert name in OUR_STAGES and st.tile == HOPPER_TILE == default_tile(st.switches, 128)
             assert default_tile(st.switches, 256).block_n < HOPPER_TILE.block_n   # fits 227 KiB at D = 256
         else:
@@ -114,3 +116,20 @@ def test_tuned_tiles_are_the_recorded_choice(tmp_path):
     assert default_tile(switches, 128, 10 * ns[-1]) == table[ns[-1]]
     assert default_tile(switches, 64, ns[-1]) == default_tile(switches - {"tuned_tiles"}, 64, ns[-1])  # untuned D
     assert isinstance(table[ns[0]], Tile)
+
+
+def test_head_group_size():
+    """head_groups' groups at the headline layout on an H200 (60 MiB of L2): every head in one group up to N = 2048
+    (v13's order), then fewer heads per group as each head's K and V grow, in whole GQA groups, equal sizes."""
+    from kernels.stages import head_group_size
+    h200_l2 = 62914560
+    assert [head_group_size(n, 128, 2, 2, 32, h200_l2) for n in (1024, 2048, 4096, 8192, 16384)] == [32, 32, 16, 12, 6]
+    assert head_group_size(8192, 128, 2, 8, 128, h200_l2) == 48          # Qwen3-32B: groups of 8 query heads
+    assert head_group_size(1 << 20, 128, 2, 2, 32, h200_l2) == 2         # never less than one GQA group
+
+
+def test_register_cap_fits_three_programs():
+    from kernels.stages import REGISTERS_PER_SM, Tile, register_cap
+    cap = register_cap({"three_per_sm"}, Tile(64, 64, 4, 2))
+    assert cap == 168 and 3 * 128 * cap <= REGISTERS_PER_SM < 3 * 128 * (cap + 8)
+    assert register_cap({"three_per_sm"}, Tile(128, 128, 8, 2)) is None and register_cap(set(), Tile(64, 64, 4, 2)) is None
