@@ -64,6 +64,16 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
     return B, H, H_kv, N, D
 
 
+def check_known_miscompiles(label: str, switches: frozenset, device: torch.device) -> None:
+    """Switch sets that Triton 3.6 builds into a wrong kernel on the GPU: refused there (the interpreter ignores
+    warp specialization and computes them right)."""
+    if device.type == "cuda" and {"warp_specialize", "q_in_registers"} <= switches:
+        raise ValueError(f"{label}: warp_specialize together with q_in_registers is refused on the GPU: with Q in "
+                         f"registers Triton 3.6 warp-specializes this loop on sm_90, and the result was wrong at "
+                         f"64x32w4s3 and took twice v13's time at 64x64w4s2 (data/nvidia-h200/probes/probe-ws); "
+                         f"turn one of the two switches off")
+
+
 def check_runnable(q: torch.Tensor) -> None:
     """The kernel runs on the current CUDA device, or on the CPU under Triton's interpreter."""
     if q.device.type != "cuda":

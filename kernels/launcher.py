@@ -289,6 +289,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
         inputs.check_runnable(q)
+        inputs.check_known_miscompiles(launch.label, launch.switches, q.device)
         inputs.check_no_alias(q, k, v, out)
         plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in _REST),
                      host_desc=isinstance(launch.kwargs["Q"], TensorDescriptor), switches=launch.switches)

@@ -280,3 +280,27 @@ def test_three_per_sm_fits_three_programs(stages):
     before, after = at(stages, previous_stage(three)), at(stages, three)
     assert before["blocks_per_sm"] == 2 and after["blocks_per_sm"] == 3
     assert after["registers"] <= 168 < before["registers"] and after["spill_stores"] == 0
+
+
+def test_warp_specialization_partitions_our_loop_on_sm90_only_with_q_in_registers(tmp_path):
+    """Why FlashAttention-3's producer/consumer split was not a switch before v15: Triton 3.6's automatic warp
+    specialization refuses v13's loop at 4 warps on sm_90 (the pass fails) and at 8 warps compiles it without any
+    partition (no ttg.warp_specialize op in the TTGIR). With Q in registers (v15) the same pass splits the loop into
+    partitions, with register reallocation (SETMAXREG); the probe data/nvidia-h200/probes/probe-ws timed that kernel
+    (and found it wrong at one tile: the launcher refuses the pair on the GPU)."""
+    from kernels.stages import STAGES as REGISTRY, stage_adding, switches_label
+    before = switches_label(REGISTRY[stage_adding("heads_inner")].switches | {"warp_specialize"})
+    after = switches_label(REGISTRY[stage_adding("q_in_registers")].switches | {"warp_specialize"})
+    t = build(tmp_path, "--variants", before, after, "--archs", "90", "--tiles", "64x64w4s2", "128x128w8s3")
+    four, eight = t[(before, 90, "64x64w4s2")], t[(before, 90, "128x128w8s3")]
+    assert four["compiles"] == 0 and "NVGPUWarpSpecialization" in four["note"]
+    assert eight["compiles"] == 1
+
+    def artifacts(variant, tile):
+        d = next((tmp_path / "sm_90").glob(f"{variant}_{tile}"))
+        return (d / "kernel.ttgir").read_text(), (d / "kernel.sass").read_text()
+    ttgir, _ = artifacts(before, "128x128w8s3")
+    assert "tt.warp_specialize" in ttgir and "ttg.warp_specialize" not in ttgir
+    assert t[(after, 90, "64x64w4s2")]["compiles"] == 1
+    ttgir, sass = artifacts(after, "64x64w4s2")
+    assert "ttg.warp_specialize" in ttgir and "SETMAXREG" in sass

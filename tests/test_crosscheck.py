@@ -49,6 +49,20 @@ def test_a_miss_fails_naming_the_entry():
     aggregate.crosscheck(per_run(timer_cudnn=33.0), durations(), 10.0)       # the bound is the config's
 
 
+def test_a_waiver_reports_a_miss_instead_of_failing_and_must_name_one():
+    """A waiver (config crosscheck_waivers) keeps a named miss in the table, outside the bound, with its reason; a
+    miss it does not name still fails; a waiver that names an entry within the bound fails (it would hide nothing)."""
+    waiver = {"run": "run-a", "variant": "torch-default", "reason": "a reason long enough to say something"}
+    out = aggregate.crosscheck(per_run(timer_cudnn=33.0), durations(), 5.0, [waiver])
+    row = out[out.key == KEY_CUDNN].iloc[0]
+    assert not row.within and row.waiver == waiver["reason"]
+    assert out[out.key == KEY_V7].iloc[0].waiver == ""
+    with pytest.raises(aggregate.CrossCheckError, match=r"triton\|v7"):             # an unnamed miss still fails
+        aggregate.crosscheck(per_run(timer_v7=120.0, timer_cudnn=33.0), durations(), 5.0, [waiver])
+    with pytest.raises(aggregate.CrossCheckError, match=r"crosscheck_waivers name entries that are within"):
+        aggregate.crosscheck(per_run(), durations(), 5.0, [waiver])
+
+
 def test_a_call_of_several_kernels_is_summed_per_launch():
     out = aggregate.crosscheck(per_run(cudnn_kernels=2), durations(cudnn_split=2), 5.0)
     assert out[out.key == KEY_CUDNN].iloc[0].ncu_us == pytest.approx(30.1)

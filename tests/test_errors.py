@@ -238,3 +238,15 @@ def test_triton_interpret_is_read_as_triton_reads_it(monkeypatch, value, interpr
     from kernels import inputs
     monkeypatch.setenv("TRITON_INTERPRET", value)
     assert inputs.interpreting() is interprets
+
+
+def test_warp_specialization_with_q_in_registers_is_refused_on_the_gpu():
+    """Triton 3.6 built that pair into a wrong kernel at one tile on the H200 (data/nvidia-h200/probes/probe-ws):
+    refused for CUDA tensors, with the fix; the interpreter (which ignores warp specialization) still runs it."""
+    import torch
+    from kernels import inputs
+    pair = frozenset({"warp_specialize", "q_in_registers", "tma"})
+    with pytest.raises(ValueError, match="warp_specialize together with q_in_registers is refused on the GPU.*turn one"):
+        inputs.check_known_miscompiles("v15+warp_specialize", pair, torch.device("cuda", 0))
+    inputs.check_known_miscompiles("v15+warp_specialize", pair, torch.device("cpu"))
+    inputs.check_known_miscompiles("v15", pair - {"warp_specialize"}, torch.device("cuda", 0))

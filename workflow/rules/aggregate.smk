@@ -47,9 +47,11 @@ rule aggregate:
         py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
         max_pct=config["crosscheck_max_pct"],
+        waivers=json.dumps(config.get("crosscheck_waivers", [])),
     shell:
         "{params.py} workflow/scripts/aggregate.py --runs {params.runs} --build {input.build} "
-        "--crosscheck-max-pct {params.max_pct} --article data/article --out $(dirname {output.headline}) > {log} 2>&1"
+        "--crosscheck-max-pct {params.max_pct} --crosscheck-waivers {params.waivers:q} --article data/article "
+        "--out $(dirname {output.headline}) > {log} 2>&1"
 
 
 rule claims:
@@ -87,6 +89,7 @@ rule ours:
         stages=f"{AGG}/ours_stages.csv",
         per_n=f"{AGG}/per_n.csv",
         best=f"{AGG}/best_per_n.csv",
+        leader=f"{AGG}/leader.csv",
     log:
         "logs/ours.log",
     benchmark:

@@ -1,6 +1,6 @@
 # One script per figure, named as the figure (workflow/scripts/figures/<name>.py -> results/figures/<name>.pdf).
 FIGURES = ["stage_times", "stage_waterfall", "ncu_panels", "n_sweep", "qwen3", "tile_heatmap", "ablation",
-           "timer_check", "launch_cost", "ours_waterfall", "ours_sweep"]
+           "timer_check", "launch_cost", "ours_waterfall", "ours_sweep", "large_n"]
 
 
 rule figure:
@@ -9,6 +9,7 @@ rule figure:
         script="workflow/scripts/figures/{name}.py",
         common="workflow/scripts/figures/common.py",
         selection="workflow/scripts/selection.py",
+        large_n="workflow/scripts/large_n.py",
         data=rules.aggregate.output,
         ours=rules.ours.output,
         article="data/article/timings.csv",

@@ -14,6 +14,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[2]
 import claims as claims_rules  # noqa: E402
+import large_n  # noqa: E402
 import step_times  # noqa: E402
 import selection  # noqa: E402
 import tables  # noqa: E402
@@ -266,7 +267,14 @@ def ours_macros(agg: Path) -> dict:
             m["LastUs"], m["LastPctCudnn"], m["LastPctFlash"] = (m[name("Stage", st, k)] for k in
                                                                  ("Us", "PctCudnn", "PctFlash"))
     p = pd.read_csv(agg / "per_n.csv")
-    last = p[p.variant == LAST]
+    lead_table = pd.read_csv(agg / "leader.csv")
+    LEAD = str(lead_table.stage.iloc[0])           # our fastest stage across the lengths (ours.py)
+    m["OursLead"] = LEAD
+    m["LeadGeomeanX"] = f"{lead_table.geomean_x_cudnn.iloc[0]:.2f}"
+    m["LeadRunnerUp"] = str(lead_table.stage.iloc[1])
+    m["LeadRunnerUpGeomeanX"] = f"{lead_table.geomean_x_cudnn.iloc[1]:.2f}"
+    m["LastGeomeanX"] = f"{lead_table.set_index('stage').geomean_x_cudnn[LAST]:.2f}"
+    last = p[p.variant == LEAD]
     best = pd.read_csv(agg / "best_per_n.csv")
     floor = best.twin_pct.max()            # how far two timings of the same cuDNN kernel differ within a run, at most
     m["TwinFloorPct"] = f"{floor:.1f}"
@@ -276,35 +284,35 @@ def ours_macros(agg: Path) -> dict:
         tag = "Fp" if dt == "float16" else "Bf"
         for label, keep in (("Faster", lambda v: v < 1 - floor / 100), ("Level", lambda v: abs(v - 1) <= floor / 100),
                             ("Behind", lambda v: v > 1 + floor / 100)):
-            m[name("Last", tag, label)] = listing([str(n) for n, v in xd.items() if keep(v)]) or "none"
-        m[name("Last", tag, "BestX")] = f"{xd.min():.2f}"
-        m[name("Last", tag, "BestN")] = str(int(xd.idxmin()))
-        m[name("Last", tag, "WorstX")] = f"{xd.max():.2f}"
-        m[name("Last", tag, "WorstN")] = str(int(xd.idxmax()))
+            m[name("Lead", tag, label)] = listing([str(n) for n, v in xd.items() if keep(v)]) or "none"
+        m[name("Lead", tag, "BestX")] = f"{xd.min():.2f}"
+        m[name("Lead", tag, "BestN")] = str(int(xd.idxmin()))
+        m[name("Lead", tag, "WorstX")] = f"{xd.max():.2f}"
+        m[name("Lead", tag, "WorstN")] = str(int(xd.idxmax()))
         bd = best[best.dtype == dt].set_index("N")
         top = bd.loc[bd.index.max()]
         m[name("Best", tag, "MaxNStage")] = str(top.best)
         m[name("Best", tag, "MaxNX")] = f"{top.x_cudnn:.2f}"
-        m[name("Best", tag, "NotLast")] = listing([f"{r.best} at $N={n}$ ({r.x_cudnn:.2f}$\\times$)"
-                                                   for n, r in bd.iterrows() if r.best != LAST]) or "none"
+        m[name("Best", tag, "NotLead")] = listing([f"{r.best} at $N={n}$ ({r.x_cudnn:.2f}$\\times$)"
+                                                   for n, r in bd.iterrows() if r.best != LEAD]) or "none"
     big = last[(last.dtype == "float16") & (last.N == last.N.max())]
     cud = p[(p.variant == "torch-cudnn") & (p.dtype == "float16") & (p.N == last.N.max()) & p.run.isin(big.run)]
-    m["LastMaxN"] = str(int(last.N.max()))
-    m["LastMaxNTflops"] = f"{big.tflops.median():.0f}"
-    m["LastMaxNPctRoof"] = f"{big.pct_roof.median():.0f}"
+    m["LeadMaxN"] = str(int(last.N.max()))
+    m["LeadMaxNTflops"] = f"{big.tflops.median():.0f}"
+    m["LeadMaxNPctRoof"] = f"{big.pct_roof.median():.0f}"
     m["CudnnMaxNTflops"] = f"{cud.tflops.median():.0f}"
     m["CudnnMaxNPctRoof"] = f"{cud.pct_roof.median():.0f}"
-    m["LastRuns"] = str(last.run.nunique())
+    m["LeadRuns"] = str(last.run.nunique())
     spread = p[p.variant.isin(OUR_STAGES) & (p.N == p.N.max())].groupby(["variant", "dtype"]).x_cudnn
     spread = (spread.max() / spread.min() - 1).dropna()
     m["MaxNSpreadPct"] = f"{100 * spread.max():.0f}"
     qw = pd.read_csv(agg / "per_run.csv")
     qw = qw[qw.set.fillna("").str.contains("qwen3") & (qw.dtype == HEADLINE.dtype)]
-    qw = qw[(qw.variant == LAST) & selection.at_own_tile(qw) | (qw.variant == "torch-cudnn")]
+    qw = qw[(qw.variant == LEAD) & selection.at_own_tile(qw) | (qw.variant == "torch-cudnn")]
     qt = qw.pivot_table(index=["run", "N", "H"], columns="variant", values="time_us", aggfunc="median").dropna()
-    qpct = (100 * qt[LAST] / qt["torch-cudnn"]).groupby(["N", "H"]).median()
+    qpct = (100 * qt[LEAD] / qt["torch-cudnn"]).groupby(["N", "H"]).median()
     for n, g in qpct.groupby(level="N"):
-        m[name("QwenLast", "N", n, "Range")] = f"{g.min():.0f}--{g.max():.0f}"
+        m[name("QwenLead", "N", n, "Range")] = f"{g.min():.0f}--{g.max():.0f}"
     m["QwenNs"] = listing([str(n) for n in sorted(qpct.index.get_level_values("N").unique())])
     pred = pd.read_csv(agg / "predictions.csv")
     measured = pred[pred.verdict != "not measured"]
@@ -315,6 +323,11 @@ def ours_macros(agg: Path) -> dict:
     m["PredWorseList"] = listing([f"{r.stage}'s {quantity.get(r.quantity, r.quantity)} at $N={r.N}$ ({r.measured_pct:+.1f}\\% "
                                   f"against {r.low_pct:+g}..{r.high_pct:+g})" for r in measured.itertuples()
                                   if r.verdict == "worse"]) or "none"
+    for r in measured.itertuples():
+        against = "cudnn" if r.compared_to == "torch-cudnn" else r.compared_to
+        what = {"time": "time", "time_ratio": "ratio"}.get(r.quantity, "instr")
+        m[name("Pred", r.stage, against, what, "N", r.N, r.dtype[:4] if r.dtype != "float16" else "", "Measured")] = \
+            f"{r.measured_pct:+.0f}"
     pr = pd.read_csv(agg / "per_run.csv")
     h = pr[selection.at_headline(pr) & (pr.impl == "triton")]
     t = h.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
@@ -323,11 +336,18 @@ def ours_macros(agg: Path) -> dict:
         if v in t:
             both = t[[LAST, v]].dropna()
             m[name("AblLast", sw, "Pct")] = f"{(100 * (both[v] / both[LAST] - 1)).median():+.0f}"
-    nohf = selection.variant_name(selection.resolve_variant(f"{LAST}-heavy_first"))
-    if nohf in t and previous_stage(LAST) in t:
-        both = t[[nohf, previous_stage(LAST), LAST]].dropna()
-        m["GridOffAlonePct"] = f"{(100 * (both[nohf] / both[previous_stage(LAST)] - 1)).median():+.1f}"
-        m["HeavyOnTopPct"] = f"{(100 * (both[LAST] / both[nohf] - 1)).median():+.1f}"
+    # The step to heads_inner split in two, by switch sets (the variant names of older runs' ablation rows depend on
+    # which stage was last then): the grid order off alone, and the longest-first order on top of it.
+    hi = stage_adding("heads_inner")
+    by_sw = h[selection.at_own_tile(h)].pivot_table(index="run", columns="switches", values="time_us",
+                                                     aggfunc="median")
+    label = lambda sw: selection.switches_label(sw)  # noqa: E731
+    nohf, prev, full = (label(REGISTRY[hi].switches - {"heavy_first"}), label(REGISTRY[previous_stage(hi)].switches),
+                        label(REGISTRY[hi].switches))
+    if {nohf, prev, full} <= set(by_sw):
+        both = by_sw[[nohf, prev, full]].dropna()
+        m["GridOffAlonePct"] = f"{(100 * (both[nohf] / both[prev] - 1)).median():+.1f}"
+        m["HeavyOnTopPct"] = f"{(100 * (both[full] / both[nohf] - 1)).median():+.1f}"
         m["GridOffRuns"] = str(len(both))
     for ext in ("overlap_qk", "prescale_q"):
         v = f"{LAST}+{ext}"
@@ -376,11 +396,60 @@ def compute(agg: Path, article: Path, runs: list) -> dict:
     for part in (stage_macros(agg, article, runs), tile_macros(agg), sweep_macros(agg), traffic_macros(),
                  ncu_macros(agg), claims_macros(agg, article), article_macros(article, runs),
                  correctness_macros(runs), rule_macros(), timing_macros(agg), arch_macros(agg),
-                 ablation_macros(agg), step_macros(agg), ours_macros(agg)):
+                 ablation_macros(agg), step_macros(agg), ours_macros(agg), large_n_macros(agg), probe_macros()):
         clash = set(part) & set(m)
         if clash:
             raise ValueError(f"macros defined twice: {sorted(clash)}")
         m.update(part)
+    return m
+
+
+def large_n_macros(agg: Path) -> dict:
+    """The long-sequence Nsight profile: each metric of large_n.METRICS for each variant and N, median over runs
+    (Ln<variant>N<N><short>; DRAM in GB), and the runs that profiled the large N."""
+    t = large_n.table(agg)
+    m = {}
+    for r in t.itertuples():
+        v = r.value / 1e9 if r.short == "Dram" else r.value
+        digits = 2 if r.short.startswith("Stall") else (2 if r.short == "Dram" else 0)
+        m[name("Ln", r.variant.replace("torch-", ""), "N", r.N, r.short)] = f"{v:.{digits}f}"
+    # Each of our stages against the stage before it, where both were profiled at that N: percent change.
+    wide = t.pivot_table(index=["N", "short"], columns="variant", values="value")
+    for st in selection.OUR_STAGES:
+        prev = previous_stage(st)
+        if st in wide and prev in wide:
+            for (n, short), r in wide[[prev, st]].dropna().iterrows():
+                m[name("LnDelta", st, "N", n, short)] = f"{100 * (r[st] / r[prev] - 1):+.0f}"
+    ours = t[t.variant.isin(selection.OUR_STAGES) & (t.short == "Tensor")]
+    if not ours.empty:
+        m["LnOursTensorMax"] = f"{ours.value.max():.0f}"
+        m["LnOursTensorMaxStage"] = str(ours.loc[ours.value.idxmax(), "variant"])
+        m["LnOursTensorMaxN"] = str(int(ours.loc[ours.value.idxmax(), "N"]))
+    d = pd.read_csv(agg / "large_n.csv")
+    m["LnRuns"] = listing(sorted(set(d.run))) if not d.empty else "none"
+    return m
+
+
+PROBE_WS = ROOT / "data" / "nvidia-h200" / "probes" / "probe-ws"
+
+
+def probe_macros(probe: Path = PROBE_WS) -> dict:
+    """The warp-specialization probe (workflow/scripts/probe_ws.py; sealed): the warp-specialized kernel's time over
+    v13's at each N, its tile, and the tiles where its output was wrong."""
+    import checksums
+    checksums.verify(probe)
+    d = pd.read_csv(probe / "probe_ws.csv")
+    d["tile"] = d.key.str.split("|").str[-1]
+    ws = d[d.variant.str.contains("warp_specialize")]
+    m = {}
+    for n, g in d.groupby("N"):
+        base = g[g.variant == "v13"].time_us.iloc[0]
+        for r in ws[(ws.N == n) & (ws.status == "ok")].itertuples():
+            m[name("ProbeWs", "N", n, "Pct")] = f"{100 * (r.time_us / base - 1):+.0f}"
+            m["ProbeWsTile"] = r.tile
+    wrong = ws[ws.status == "WRONG"]
+    m["ProbeWsWrongTiles"] = listing(sorted(set(wrong.tile))) or "none"
+    m["ProbeWsWrongNs"] = listing([str(n) for n in sorted(set(wrong.N))]) or "none"
     return m
 
 
@@ -493,7 +562,22 @@ def timing_macros(agg: Path) -> dict:
     m["CrossUntimed"] = str(int((~cc.timed).sum()))
     m["CrossUntimedRuns"] = listing(sorted(set(cc[~cc.timed].run))) or "none"
     cc = cc[cc.timed]
+    waived = cc[cc.waiver.fillna("") != ""]
     m["CrossMaxPct"] = f"{cc.diff_pct.abs().max():.1f}"
+    m["CrossMaxUnwaivedPct"] = f"{cc[cc.waiver.fillna('') == ''].diff_pct.abs().max():.1f}"
+    m["CrossWaivedCount"] = str(len(waived))
+    m["CrossWaivedList"] = listing([f"{r.variant} in {r.run} ({r.diff_pct:+.1f}\\%)" for r in waived.itertuples()])
+    m["CrossWaivedRuns"] = listing(sorted(set(waived.run)))
+    # A waived PyTorch kernel (the same kernel in every run): Nsight's and the timer's time of it in the waived run
+    # against their range over the other runs.
+    for r in waived[waived.impl != "triton"].itertuples():
+        others = cc[(cc.key == r.key) & (cc.run != r.run)]
+        for col, tag in (("ncu_us", "Ncu"), ("timer_us", "Timer")):
+            lo, hi = others[col].min(), others[col].max()
+            m[name("CrossWaived", r.variant, tag, "Us")] = f"{getattr(r, col):.1f}"
+            m[name("CrossOthers", r.variant, tag, "Range")] = f"{lo:.1f}--{hi:.1f}"
+            m[name("CrossWaived", r.variant, tag, "Place")] = ("below" if getattr(r, col) < lo else
+                                                              "above" if getattr(r, col) > hi else "within")
     m["CrossBoundPct"] = f"{cc.max_pct.iloc[0]:g}"
     m["CrossEntries"] = str(cc.key.nunique())
     m["CrossRuns"] = str(cc.run.nunique())

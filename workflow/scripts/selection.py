@@ -17,7 +17,7 @@ from kernels.stages import stage_adding as _stage_adding  # noqa: E402
 from kernels.stages import without as _without  # noqa: E402
 from kernels.stages import SWITCHES as _SWITCHES  # noqa: E402
 from kernels.stages import extended as _extended  # noqa: E402
-from kernels.stages import parse_switches_label, resolve_variant, variant_name  # noqa: E402,F401
+from kernels.stages import parse_switches_label, resolve_variant, switches_label, variant_name  # noqa: E402,F401
 from kernels.stages import ARTICLE_STAGES as _ARTICLE_STAGES  # noqa: E402
 from kernels.stages import OUR_STAGES as _OUR_STAGES  # noqa: E402
 from kernels.stages import LAST as _LAST  # noqa: E402

@@ -18,7 +18,7 @@ from selection import (ARTICLE_TILE, BASELINE, CAUSAL_SKIP_STAGE, FINAL, FINAL_N
 from selection import EXTENSION_VARIANTS, SWITCHES, resolve_variant, variant_name  # noqa: E402,F401
 from selection import ALL_STAGES, LAST, OUR_STAGES, at_own_tile  # noqa: E402,F401
 from kernels.shapes import attention_flops  # noqa: E402,F401
-# One colour per PyTorch backend in every figure; our last stage is orange.
+# One colour per PyTorch backend in every figure; our leading stage (or last) is orange.
 TORCH_COLORS = {"torch-flash": "0.55", "torch-default": "0.3", "torch-cudnn": "black"}
 LAST_COLOR = "#ff7f0e"
 PALETTE = {"ours / torch-flash": "#1f77b4", "ours / torch-default": "#9ecae1", "article / its torch": "#d62728"}
@@ -32,6 +32,12 @@ def args(doc: str):
     a = ap.parse_args()
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
     return a
+
+
+def leader(agg: Path) -> str:
+    """Our leading stage: the fastest of ours across the lengths of the sweep (results/aggregate/leader.csv, by
+    workflow/scripts/ours.py)."""
+    return str(pd.read_csv(agg / "leader.csv").stage.iloc[0])
 
 
 def per_run(agg: Path) -> pd.DataFrame:

@@ -1,5 +1,5 @@
 """Throughput against sequence length (useful FLOPs, kernels.shapes.attention_flops, over the median time),
-each of the article's stages, our last stage (at its own tile) and each PyTorch backend, with the measured dense
+each of the article's stages, our leading stage (the fastest of ours across the N sweep, workflow/scripts/ours.py; at its own tile) and each PyTorch backend, with the measured dense
 float16 matrix-product rate as the roof."""
 import common as c
 import matplotlib.pyplot as plt
@@ -7,17 +7,18 @@ import pandas as pd
 import seaborn as sns
 
 a = c.args(__doc__)
+LEAD = c.leader(a.agg)
 pr = c.per_run(a.agg)
 sweep = pr[pr.set.str.contains("n_sweep") & c.where(pr, **{k: v for k, v in c.HEADLINE.items() if k != "N"})]
 sweep = sweep[(sweep.impl != "triton") | (sweep.variant.isin(c.STAGES) & c.where(sweep, **c.ARTICLE_TILE))
-              | ((sweep.variant == c.LAST) & c.at_own_tile(sweep))]
-SHOWN = c.STAGES + [c.LAST]
+              | ((sweep.variant == LEAD) & c.at_own_tile(sweep))]
+SHOWN = c.STAGES + [LEAD]
 sweep = sweep.assign(tflops=c.attention_flops(sweep.B, sweep.H, sweep.N, sweep.D, sweep.causal)
                      / (sweep.time_us * 1e-6) / 1e12)
 med = sweep.groupby(["variant", "N"]).tflops.median().reset_index()
 fig, ax = plt.subplots(figsize=(7, 3.8))
 palette = dict(zip(c.STAGES, sns.color_palette("crest", len(c.STAGES))))
-palette[c.LAST] = c.LAST_COLOR
+palette[LEAD] = c.LAST_COLOR
 palette.update(c.TORCH_COLORS)
 dashes = {**{s: "" for s in SHOWN}, **{t: (4, 2) for t in c.TORCH}}
 shown = [v for v in SHOWN + c.TORCH if v in set(med.variant)]

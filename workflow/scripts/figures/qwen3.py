@@ -1,23 +1,24 @@
 """The attention layouts of the Qwen3 models (B=2, causal, D=128) at each N of plan.qwen3_N: the article's first,
-causal-skip and final stages (at its tile), our last stage (at its own tile) and PyTorch's backends, as a percentage
+causal-skip and final stages (at its tile), our leading stage (the fastest of ours across the N sweep, workflow/scripts/ours.py; at its own tile) and PyTorch's backends, as a percentage
 of cuDNN's time in the same run (median over runs, whiskers: lowest to highest run)."""
 import common as c
 import matplotlib.pyplot as plt
 import seaborn as sns
 
 a = c.args(__doc__)
+LEAD = c.leader(a.agg)
 pr = c.per_run(a.agg)
-shown = [c.BASELINE, c.CAUSAL_SKIP_STAGE, c.FINAL, c.LAST]
+shown = [c.BASELINE, c.CAUSAL_SKIP_STAGE, c.FINAL, LEAD]
 q = pr[pr.set.str.contains("qwen3") & pr.variant.isin(shown + c.TORCH) & (pr.dtype == c.HEADLINE["dtype"])]
 q = q[(q.impl != "triton") | (q.variant.isin(c.STAGES) & c.where(q, **c.ARTICLE_TILE))
-      | ((q.variant == c.LAST) & c.at_own_tile(q))]
+      | ((q.variant == LEAD) & c.at_own_tile(q))]
 cudnn = q[q.variant == "torch-cudnn"].set_index(["run", "H", "N"]).time_us.rename("cudnn_us")
 q = q.join(cudnn, on=["run", "H", "N"]).assign(pct=lambda d: 100 * d.time_us / d.cudnn_us)
 q = q.assign(layout=q.H.astype(str) + "/" + q.H_kv.astype(str) + " heads")
 order = [f"{h}/8 heads" for h in sorted(q.H.unique())]
 hue = [v for v in shown + c.TORCH if v in set(q.variant)]
 ns = sorted(q.N.unique())
-palette = {**dict(zip(shown[:-1], sns.color_palette("crest", len(shown) - 1))), c.LAST: c.LAST_COLOR,
+palette = {**dict(zip(shown[:-1], sns.color_palette("crest", len(shown) - 1))), LEAD: c.LAST_COLOR,
            **c.TORCH_COLORS}
 fig, axes = plt.subplots(1, len(ns), figsize=(4.6 * len(ns), 3.4), sharey=True, squeeze=False)
 for ax, n in zip(axes[0], ns):
