@@ -304,3 +304,20 @@ def test_warp_specialization_partitions_our_loop_on_sm90_only_with_q_in_register
     assert t[(after, 90, "64x64w4s2")]["compiles"] == 1
     ttgir, sass = artifacts(after, "64x64w4s2")
     assert "ttg.warp_specialize" in ttgir and "SETMAXREG" in sass
+
+
+def test_head_groups_only_renumbers_the_programs(stages, tmp_path):
+    """v17's change is the mapping of one grid axis to (head group, query block, head): integer divisions before the
+    loop (about a hundred instructions); the products, the exponentials and the KV loops are untouched."""
+    from kernels.stages import previous_stage, stage_adding
+    hg = stage_adding("head_groups")
+    before, after = at(stages, previous_stage(hg)), at(stages, hg)
+    assert 0 < after["sass_instructions"] - before["sass_instructions"] <= 150
+    for op in ("sass.HGMMA", "sass.MUFU.EX2"):
+        assert after[op] == before[op]
+    build(tmp_path, "--variants", previous_stage(hg), hg, "--archs", "90")
+    loops = {}
+    for variant in (previous_stage(hg), hg):
+        sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
+        loops[variant] = sorted(e - s for s, e, _ in _loops(sass) if e - s > 0x100)    # the KV loops, by length
+    assert loops[hg] == loops[previous_stage(hg)] and loops[hg]
