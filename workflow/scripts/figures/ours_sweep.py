@@ -1,5 +1,5 @@
 """Against sequence length, float16 (solid) and bfloat16 (dashed), at the headline layout: left, the article's last
-stage's and each of ours' time over cuDNN's (torch-cudnn) in the same run (below 1: faster than cuDNN); right, useful TFLOP/s as a percentage of the dense
+stage's and each of ours' (our leading stage in orange) time over cuDNN's (torch-cudnn) in the same run (below 1: faster than cuDNN); right, useful TFLOP/s as a percentage of the dense
 matrix-product rate measured in the same run and dtype (ceilings). Median over runs, bands: lowest to highest run."""
 import common as c
 import matplotlib.pyplot as plt
@@ -11,8 +11,10 @@ p = pd.read_csv(a.agg / "per_n.csv")
 shown = [c.FINAL] + [s for s in c.OUR_STAGES if s in set(p.variant)]
 lines = shown + ["torch-flash", "torch-cudnn"]
 p = p[p.variant.isin(lines)].assign(dtype=lambda d: d.dtype.map({"float16": "fp16", "bfloat16": "bf16"}))
-palette = {c.FINAL: "#1f77b4", **dict(zip(shown[1:-1], sns.color_palette("viridis", len(shown) - 2))),
-           c.LAST: c.LAST_COLOR, **c.TORCH_COLORS}
+LEAD = c.leader(a.agg)            # our fastest across lengths, in orange; the other stages of ours in muted tones
+rest = [s for s in shown[1:] if s != LEAD]
+palette = {c.FINAL: "#1f77b4", **dict(zip(rest, sns.color_palette("crest", len(rest)))), LEAD: c.LAST_COLOR,
+           **c.TORCH_COLORS}
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
 for ax, col, label in ((left, "x_cudnn", "time / cuDNN's time (same run)"),
                        (right, "pct_roof", "% of the measured matrix roof")):
