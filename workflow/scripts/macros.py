@@ -420,6 +420,12 @@ def large_n_macros(agg: Path) -> dict:
         if st in wide and prev in wide:
             for (n, short), r in wide[[prev, st]].dropna().iterrows():
                 m[name("LnDelta", st, "N", n, short)] = f"{100 * (r[st] / r[prev] - 1):+.0f}"
+    # Each of our stages against cuDNN at the same N: percent more (or fewer) instructions for the same work.
+    if "torch-cudnn" in wide:
+        for st in [v for v in selection.OUR_STAGES if v in wide]:
+            for (n, short), r in wide[[st, "torch-cudnn"]].dropna().iterrows():
+                if short == "Instr":
+                    m[name("LnVsCudnn", st, "N", n, short)] = f"{100 * (r[st] / r['torch-cudnn'] - 1):+.0f}"
     ours = t[t.variant.isin(selection.OUR_STAGES) & (t.short == "Tensor")]
     if not ours.empty:
         m["LnOursTensorMax"] = f"{ours.value.max():.0f}"
