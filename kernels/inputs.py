@@ -13,6 +13,7 @@ TILE_KEYS = ("block_m", "block_n", "num_warps", "num_stages")
 BLOCK_RANGE = (16, 256)  # tl.dot needs at least 16 rows; past 256 no tile fits in shared memory
 WARP_CHOICES = (1, 2, 4, 8, 16)
 MAX_GRID_AXIS1 = 65535  # CUDA's limit on gridDim.y
+MAX_GRID_AXIS0 = 2**31 - 1  # and on gridDim.x
 
 
 def interpreting() -> bool:

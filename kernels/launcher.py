@@ -87,6 +87,9 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         grid = (n_blocks, B * H)
     else:
         grid = (B * H, n_blocks)
+    if grid[0] > inputs.MAX_GRID_AXIS0:
+        raise ValueError(f"{label}: the grid would have {grid[0]} programs on its one axis, over CUDA's "
+                         f"{inputs.MAX_GRID_AXIS0}; split the batch, or use a larger block_m")
     if len(grid) > 1 and grid[1] > inputs.MAX_GRID_AXIS1:
         raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
                          f"split the batch, or use a larger block_m")
@@ -96,8 +99,8 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
     for prefix, t_ in (("q", q), ("k", k), ("v", v), ("o", out)):
         for axis, s in zip("bhnd", t_.stride()):
             kwargs[f"stride_{prefix}{axis}"] = s
-    kwargs.update(H=H, GROUP=H // H_kv, N=N, HEAD_GROUP=head_group, HEAD_DIM=D, BLOCK_M=t.block_m, BLOCK_N=t.block_n, IS_CAUSAL=causal,
-                  **on)
+    kwargs.update(H=H, GROUP=H // H_kv, N=N, HEAD_GROUP=head_group, HEAD_DIM=D, BLOCK_M=t.block_m,
+                  BLOCK_N=t.block_n, IS_CAUSAL=causal, **on)
     return Launch(label, switches, t, grid, kwargs)
 
 

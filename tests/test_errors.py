@@ -250,3 +250,15 @@ def test_warp_specialization_with_q_in_registers_is_refused_on_the_gpu():
         inputs.check_known_miscompiles("v15+warp_specialize", pair, torch.device("cuda", 0))
     inputs.check_known_miscompiles("v15+warp_specialize", pair, torch.device("cpu"))
     inputs.check_known_miscompiles("v15", pair - {"warp_specialize"}, torch.device("cuda", 0))
+
+
+@pytest.mark.parametrize("stage, limit", [("v17", "MAX_GRID_AXIS0"), ("v0", "MAX_GRID_AXIS1")])
+def test_a_grid_over_cuda_limits_is_refused(monkeypatch, stage, limit):
+    """A grid larger than CUDA allows on an axis (2**31 - 1 programs on x, 65535 on y) is refused with the fix, before
+    any launch; the limits are lowered here so that small tensors reach them."""
+    import torch
+    from kernels import inputs, launcher
+    monkeypatch.setattr(inputs, limit, 7)
+    q, k, v = (torch.randn(1, h, 300, 64, dtype=torch.float16) for h in (4, 2, 2))
+    with pytest.raises(ValueError, match=r"over CUDA's 7; split the batch, or use a larger block_m"):
+        launcher.plan_launch(q, k, v, torch.empty_like(q), causal=True, stage=stage)
