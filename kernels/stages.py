@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .gpus import ARCHS
+
 
 @dataclass(frozen=True)
 class Switch:
@@ -150,8 +152,8 @@ ARTICLE_TILE = Tile()
 HOPPER_TILE = Tile(64, 64, 4, 3)        # one warpgroup of 64 query rows: wgmma's m64
 HOPPER_TILE_D256 = Tile(64, 32, 4, 2)   # D = 256: the K and V stages of 64x64x3 do not fit in 227 KiB
 THREE_PER_SM_TILE = Tile(64, 64, 4, 2)  # three_per_sm: with Q in registers, 65568 B of shared memory per program
-REGISTERS_PER_SM = 65536                # sm_90 (and sm_80 to sm_120): 64 K 32-bit registers per SM
-REGISTER_ALLOCATION_UNIT = 8            # registers per thread are allocated in multiples of 8
+REGISTERS_PER_SM = ARCHS[90].registers_per_sm                     # the H200's, from kernels.gpus
+REGISTER_ALLOCATION_UNIT = ARCHS[90].register_alloc_unit // 32     # per thread (the allocation is per warp)
 
 
 def head_group_size(N: int, D: int, element_bytes: int, group: int, heads: int, l2_bytes: int) -> int:

@@ -268,7 +268,7 @@ def ours_macros(agg: Path) -> dict:
                                                                  ("Us", "PctCudnn", "PctFlash"))
     p = pd.read_csv(agg / "per_n.csv")
     lead_table = pd.read_csv(agg / "leader.csv")
-    LEAD = str(lead_table.stage.iloc[0])           # our fastest stage across the lengths (ours.py)
+    LEAD = selection.leader(agg)                   # our fastest stage across the lengths (ours.py)
     m["OursLead"] = LEAD
     m["LeadGeomeanX"] = f"{lead_table.geomean_x_cudnn.iloc[0]:.2f}"
     m["LeadRunnerUp"] = str(lead_table.stage.iloc[1])

@@ -62,11 +62,10 @@ def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
     return s.drop(columns=["B", "H", "D", "causal"]).sort_values(["dtype", "N", "variant", "run"])
 
 
-def best_per_n(p: pd.DataFrame) -> pd.DataFrame:
+def best_per_n(p: pd.DataFrame, lead: str) -> pd.DataFrame:
     """At each N and dtype, our stage with the lowest ratio to cuDNN: each stage's ratios are taken within a run and
     their median is over the runs that hold the stage (a stage measured in fewer runs carries that run's noise);
     the last stage's and the leading stage's ratios beside it, and the twin floor of the runs."""
-    lead = leader(p)
     rows = []
     for (dtype, N), g in p.groupby(["dtype", "N"]):
         ours = g[g.variant.isin(selection.OUR_STAGES)]
@@ -102,10 +101,6 @@ def leader_table(p: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def leader(p: pd.DataFrame) -> str:
-    return str(leader_table(p).stage.iloc[0])
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--agg", type=Path, default=Path("results/aggregate"))
@@ -114,8 +109,9 @@ def main(argv=None) -> int:
     ours_stages(pr).to_csv(a.agg / "ours_stages.csv", index=False)
     p = per_n(pr, pd.read_csv(a.agg / "ceilings.csv"))
     p.to_csv(a.agg / "per_n.csv", index=False)
-    best_per_n(p).to_csv(a.agg / "best_per_n.csv", index=False)
-    leader_table(p).to_csv(a.agg / "leader.csv", index=False)
+    lead = leader_table(p)
+    lead.to_csv(a.agg / "leader.csv", index=False)
+    best_per_n(p, str(lead.stage.iloc[0])).to_csv(a.agg / "best_per_n.csv", index=False)
     return 0
 
 

@@ -37,6 +37,12 @@ SWITCHES = list(_SWITCHES)                          # the article's switches, in
 TORCH = ["torch-flash", "torch-default", "torch-cudnn"]
 
 
+def leader(agg) -> str:
+    """Our leading stage: the fastest of ours across the lengths of the sweep (results/aggregate/leader.csv, written
+    by workflow/scripts/ours.py)."""
+    return str(pd.read_csv(agg / "leader.csv").stage.iloc[0])
+
+
 def where(df: pd.DataFrame, **kv) -> pd.Series:
     """Boolean mask of the rows whose columns equal the given values."""
     sel = pd.Series(True, index=df.index)

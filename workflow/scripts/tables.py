@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from selection import ARTICLE_TILE, HEADLINE, STAGES  # noqa: E402
+from selection import ARTICLE_TILE, HEADLINE, STAGES, leader  # noqa: E402
 from kernels.stages import STAGES as REGISTRY, previous_stage  # noqa: E402
 from step_times import BUILD_RULES, GPU_RULES, RUN_RULES  # noqa: E402
 
@@ -140,7 +140,7 @@ def ours_table(agg: Path, out: Path) -> None:
 def per_n_table(agg: Path, out: Path) -> None:
     p = pd.read_csv(agg / "per_n.csv")
     best = pd.read_csv(agg / "best_per_n.csv").set_index(["dtype", "N"])
-    lead = str(pd.read_csv(agg / "leader.csv").stage.iloc[0])      # our fastest stage across the lengths
+    lead = leader(agg)                                             # our fastest stage across the lengths
     rows = []
     for (dtype, N), g in p.groupby(["dtype", "N"]):
         last = g[g.variant == lead]

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from selection import (ARTICLE_TILE, BASELINE, CAUSAL_SKIP_STAGE, FINAL, FINAL_NO_WS, HEADLINE, STAGES,  # noqa: E402,F401
                        TORCH, where)
 from selection import EXTENSION_VARIANTS, SWITCHES, resolve_variant, variant_name  # noqa: E402,F401
-from selection import ALL_STAGES, LAST, OUR_STAGES, at_own_tile  # noqa: E402,F401
+from selection import ALL_STAGES, LAST, OUR_STAGES, at_own_tile, leader  # noqa: E402,F401
 from kernels.shapes import attention_flops  # noqa: E402,F401
 # One colour per PyTorch backend in every figure; our leading stage (or last) is orange.
 TORCH_COLORS = {"torch-flash": "0.55", "torch-default": "0.3", "torch-cudnn": "black"}
@@ -32,12 +32,6 @@ def args(doc: str):
     a = ap.parse_args()
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
     return a
-
-
-def leader(agg: Path) -> str:
-    """Our leading stage: the fastest of ours across the lengths of the sweep (results/aggregate/leader.csv, by
-    workflow/scripts/ours.py)."""
-    return str(pd.read_csv(agg / "leader.csv").stage.iloc[0])
 
 
 def per_run(agg: Path) -> pd.DataFrame:
