@@ -26,7 +26,7 @@ class Switch:
     stage: str
     change: str
     kernel_arg: str  # the tl.constexpr that turns it on ("" for a switch that only the host sees: a tile choice)
-    replaces: str = ""  # a switch of an earlier stage that this one turns off (its stage and later ones lack it)
+    replaces: tuple = ()  # switches of earlier stages that this one turns off (its stage and later ones lack them)
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ BEYOND: Mapping[str, Switch] = {
         Switch("hopper_tile", "v8",
                "the tile is 64 query rows per warpgroup (64x64, 4 warps, 3 stages), so that tl.dot becomes Hopper's "
                "warpgroup MMA (HGMMA), and the KV loop is no longer warp-specialized",
-               "", replaces="warp_specialize"),
+               "", replaces=("warp_specialize",)),
         Switch("tma", "v9",
                "Q, K, V and O move through TMA tensor descriptors (tl.make_tensor_descriptor) instead of pointer "
                "tiles: no address arithmetic, no bounds masks on the loads",
@@ -107,7 +107,7 @@ BEYOND: Mapping[str, Switch] = {
         Switch("heads_inner", "v13",
                "grid axis 0 = batch*head again (the article's v1 undone): with heavy_first, every head's heaviest "
                "query block starts before any lighter one, longest-first over the whole grid",
-               "", replaces="grid_order"),
+               "", replaces=("grid_order",)),
         Switch("lazy_rescale", "v14",
                "the running output and row sums are rescaled only when some row's maximum grew by more than 8 "
                "(a factor 256 in exp2 units), decided once per block (FlashAttention-4's conditional rescaling): "
@@ -117,7 +117,7 @@ BEYOND: Mapping[str, Switch] = {
                "Q is scaled once at load, so that Triton keeps it in registers as the A operand of the q k^T "
                "warpgroup MMA instead of reading it from shared memory at every step; lazy_rescale (slower in "
                "run-13-x2) is off again",
-               "Q_IN_REGISTERS", replaces="lazy_rescale"),
+               "Q_IN_REGISTERS", replaces=("lazy_rescale",)),
         Switch("three_per_sm", "v16",
                "64x64 tiles with 2 stages and at most 168 registers per thread (Triton's maxnreg) at every N, so "
                "that three programs (12 warps) share each SM instead of two: with Q in registers such a program "
@@ -129,6 +129,13 @@ BEYOND: Mapping[str, Switch] = {
                "and V of a few heads instead of all of them (heads_inner's order, which the group keeps at short "
                "N, lost the L2 at 16384: 4.6x the DRAM reads of v12 in run-13-x2)",
                "HEAD_GROUPS"),
+        Switch("two_warpgroups", "v18",
+               "128x64 tiles of 8 warps (two warpgroups of 64 query rows share each K/V tile in shared memory) with "
+               "2 stages and at most 128 registers per thread, so that two programs (16 warps) share each SM: "
+               "v13's long-N tile reuses each K/V tile as well but holds 8 warps per SM at 255 registers; Q is read "
+               "from shared memory again (held in registers, this tile spills at 128), and three_per_sm's 64-row "
+               "tiles go",
+               "", replaces=("three_per_sm", "q_in_registers")),
     )
 }
 
@@ -152,6 +159,7 @@ ARTICLE_TILE = Tile()
 HOPPER_TILE = Tile(64, 64, 4, 3)        # one warpgroup of 64 query rows: wgmma's m64
 HOPPER_TILE_D256 = Tile(64, 32, 4, 2)   # D = 256: the K and V stages of 64x64x3 do not fit in 227 KiB
 THREE_PER_SM_TILE = Tile(64, 64, 4, 2)  # three_per_sm: with Q in registers, 65568 B of shared memory per program
+TWO_WARPGROUPS_TILE = Tile(128, 64, 8, 2)  # two_warpgroups: 98336 B of shared memory per program
 REGISTERS_PER_SM = ARCHS[90].registers_per_sm                     # the H200's, from kernels.gpus
 REGISTER_ALLOCATION_UNIT = ARCHS[90].register_alloc_unit // 32     # per thread (the allocation is per warp)
 
@@ -168,14 +176,21 @@ def head_group_size(N: int, D: int, element_bytes: int, group: int, heads: int, 
     return min(heads, size)
 
 
+# Switches that cap the registers per thread: programs per SM they are for, and the warps of the tiles they cap (a
+# tile of other warps, given by hand or by a tuning run, is not capped: the cap would leave too few registers).
+PROGRAMS_PER_SM = {"three_per_sm": (3, 4), "two_warpgroups": (2, 8)}
+
+
 def register_cap(switches: Iterable[str], tile: Tile) -> int | None:
-    """The most registers per thread a launch lets the compiler use (Triton's `maxnreg`), or None for no limit.
-    With `three_per_sm`, the most that lets three programs of the tile's warps share an SM's registers: 168 for 4
-    warps. Only 4-warp tiles are capped (at 8 warps three programs would leave 80 registers per thread)."""
-    if "three_per_sm" not in frozenset(switches) or tile.num_warps != 4:
-        return None
-    per_thread = REGISTERS_PER_SM // (3 * tile.num_warps * 32)
-    return per_thread // REGISTER_ALLOCATION_UNIT * REGISTER_ALLOCATION_UNIT
+    """The most registers per thread a launch lets the compiler use (Triton's `maxnreg`), or None for no limit: the
+    most that lets the switch's number of programs of the tile's warps share an SM's registers. With `three_per_sm`
+    three 4-warp programs (168 registers); with `two_warpgroups` two 8-warp programs (128)."""
+    switches = frozenset(switches)
+    for switch, (programs, warps) in PROGRAMS_PER_SM.items():
+        if switch in switches and tile.num_warps == warps:
+            per_thread = REGISTERS_PER_SM // (programs * tile.num_warps * 32)
+            return per_thread // REGISTER_ALLOCATION_UNIT * REGISTER_ALLOCATION_UNIT
+    return None
 
 
 TUNED_TILES = Path(__file__).with_name("tuned_tiles.csv")
@@ -201,10 +216,12 @@ def tuned_tile(D: int, N: int) -> Tile | None:
 
 
 def default_tile(switches: Iterable[str], D: int = 128, N: int | None = None) -> Tile:
-    """The tile a variant runs at unless one is given: with `three_per_sm` (D <= 128) its tile at every N; else with
-    `tuned_tiles` and a known N, the recorded choice at that N (where this head dim was tuned); else the Hopper tile
-    once `hopper_tile` is on; else the article's."""
+    """The tile a variant runs at unless one is given: with `two_warpgroups` or `three_per_sm` (D <= 128) its tile at
+    every N; else with `tuned_tiles` and a known N, the recorded choice at that N (where this head dim was tuned); else
+    the Hopper tile once `hopper_tile` is on; else the article's."""
     switches = frozenset(switches)
+    if "two_warpgroups" in switches and D <= 128:
+        return TWO_WARPGROUPS_TILE
     if "three_per_sm" in switches and D <= 128:
         return THREE_PER_SM_TILE
     if "tuned_tiles" in switches and N is not None and (t := tuned_tile(D, N)) is not None:
@@ -220,7 +237,7 @@ def _cumulative_stages() -> dict:
     on: set = set()
     for sw in (*SWITCHES.values(), *BEYOND.values()):
         on.add(sw.name)
-        on.discard(sw.replaces)
+        on.difference_update(sw.replaces)
         stages[sw.stage] = Stage(sw.stage, sw.change, frozenset(on), default_tile(on))
     return stages
 

@@ -282,6 +282,31 @@ def test_three_per_sm_fits_three_programs(stages):
     assert after["registers"] <= 168 < before["registers"] and after["spill_stores"] == 0
 
 
+def test_two_warpgroups_runs_two_programs_of_eight_warps(tmp_path):
+    """v18's change: a 128x64 tile of 8 warps is split by query rows into two warpgroups of 64 (each issues its own
+    HGMMA.64xN instructions on the K/V tile both share), Q is the q k^T product's A operand from shared memory again,
+    and the register cap (128) lets two programs, 16 warps, share an SM without spilling. Uncapped the same kernel
+    takes more registers and one program per SM; v17 held 12 warps per SM, v13's long-N tile 8."""
+    import re
+    from kernels.stages import STAGES as REGISTRY, previous_stage, stage_adding, switches_label
+    v18 = stage_adding("two_warpgroups")
+    t = build(tmp_path, "--variants", previous_stage(v18), v18, "--archs", "90", "--shape", "2,16,8,16384,128")
+    before, after = t[(previous_stage(v18), 90, REGISTRY[previous_stage(v18)].tile.label())], \
+        t[(v18, 90, REGISTRY[v18].tile.label())]
+    assert after["registers"] <= 128 and after["spill_stores"] == after["spill_loads"] == 0
+    assert after["blocks_per_sm"] * REGISTRY[v18].tile.num_warps == 16
+    assert before["blocks_per_sm"] * REGISTRY[previous_stage(v18)].tile.num_warps == 12
+    d = next((tmp_path / "sm_90").glob(f"{v18}_*"))
+    ttgir, sass = (d / "kernel.ttgir").read_text(), (d / "kernel.sass").read_text()
+    assert re.search(r"nvidia_mma<\{[^}]*warpsPerCTA = \[8, 1\]", ttgir)   # 8 warps stacked along the query rows
+    qk = [line for line in sass.splitlines() if re.search(r"HGMMA\.64x64x16\.F32\s", line)]
+    assert qk and not any(re.search(r"HGMMA\S*\s+R\d+,\s*R\d+,\s*gdesc", line) for line in qk)
+    uncapped = build(tmp_path / "uncapped", "--variants", switches_label(REGISTRY[v18].switches - {"two_warpgroups"}),
+                     "--archs", "90", "--tiles", REGISTRY[v18].tile.label(), "--shape", "2,16,8,16384,128")
+    (free,) = uncapped.values()
+    assert free["registers"] > 128 and free["blocks_per_sm"] == 1
+
+
 def test_warp_specialization_partitions_our_loop_on_sm90_only_with_q_in_registers(tmp_path):
     """Why FlashAttention-3's producer/consumer split was not a switch before v15: Triton 3.6's automatic warp
     specialization refuses v13's loop at 4 warps on sm_90 (the pass fails) and at 8 warps compiles it without any

@@ -18,16 +18,20 @@ def test_stages_are_cumulative_one_switch_at_a_time():
         assert len(added) == 1
         switch = ALL_SWITCHES[next(iter(added))]
         assert switch.stage == cur
-        # one switch: it adds itself, and turns off only the switch it names as replaced
-        assert removed == ({switch.replaces} if switch.replaces else set())
+        # one switch: it adds itself, and turns off only the switches it names as replaced
+        assert removed == set(switch.replaces)
     assert STAGES["v7"].switches == frozenset(SWITCHES)
 
 
 def test_article_tile_is_the_default_until_the_hopper_tile():
-    from kernels.stages import HOPPER_TILE, OUR_STAGES, THREE_PER_SM_TILE, default_tile
+    from kernels.stages import HOPPER_TILE, OUR_STAGES, THREE_PER_SM_TILE, TWO_WARPGROUPS_TILE, default_tile
     for name, st in STAGES.items():
         assert st.change
-        if "three_per_sm" in st.switches:      # its own tile at every N from then on
+        if "two_warpgroups" in st.switches:    # its own tile at every N from then on (D <= 128)
+            assert st.tile == TWO_WARPGROUPS_TILE == default_tile(st.switches, 128, 1024)
+            assert default_tile(st.switches, 128, 16384) == TWO_WARPGROUPS_TILE
+            assert default_tile(st.switches, 256) != TWO_WARPGROUPS_TILE
+        elif "three_per_sm" in st.switches:    # its own tile at every N from then on
             assert st.tile == THREE_PER_SM_TILE == default_tile(st.switches, 128, 16384)
         elif "hopper_tile" in st.switches:
             assert name in OUR_STAGES and st.tile == HOPPER_TILE == default_tile(st.switches, 128)
@@ -133,3 +137,10 @@ def test_register_cap_fits_three_programs():
     cap = register_cap({"three_per_sm"}, Tile(64, 64, 4, 2))
     assert cap == 168 and 3 * 128 * cap <= REGISTERS_PER_SM < 3 * 128 * (cap + 8)
     assert register_cap({"three_per_sm"}, Tile(128, 128, 8, 2)) is None and register_cap(set(), Tile(64, 64, 4, 2)) is None
+
+
+def test_register_cap_fits_two_programs_of_two_warpgroups():
+    from kernels.stages import REGISTERS_PER_SM, TWO_WARPGROUPS_TILE, Tile, register_cap
+    cap = register_cap({"two_warpgroups"}, TWO_WARPGROUPS_TILE)
+    assert cap == 128 and 2 * 256 * cap <= REGISTERS_PER_SM < 2 * 256 * (cap + 8)
+    assert register_cap({"two_warpgroups"}, Tile(64, 64, 4, 2)) is None
