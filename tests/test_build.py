@@ -329,6 +329,12 @@ def test_warp_specialization_partitions_our_loop_on_sm90_only_with_q_in_register
     assert t[(after, 90, "64x64w4s2")]["compiles"] == 1
     ttgir, sass = artifacts(after, "64x64w4s2")
     assert "ttg.warp_specialize" in ttgir and "SETMAXREG" in sass
+    # one consumer warpgroup: 4 warps of the default partition, 8 more for the other partitions (384 threads)
+    ptx = next((tmp_path / "sm_90").glob(f"{after}_64x64w4s2")).joinpath("kernel.ptx").read_text()
+    assert '"ttg.num-warps" = 4' in ttgir and ".reqntid 384" in ptx
+    # two warpgroups of consumers (8 warps) are not partitioned, with Q in registers or not
+    ttgir, _ = artifacts(after, "128x128w8s3")
+    assert t[(after, 90, "128x128w8s3")]["compiles"] == 1 and "ttg.warp_specialize" not in ttgir
 
 
 def test_head_groups_only_renumbers_the_programs(stages, tmp_path):

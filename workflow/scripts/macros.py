@@ -252,6 +252,10 @@ def step_macros(agg: Path) -> dict:
     return m
 
 
+NUMBER_WORDS = {0: "no", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight",
+                9: "nine", 10: "ten"}
+
+
 def ours_macros(agg: Path) -> dict:
     """Our stages beyond the article: each at the headline against cuDNN and FA2, our last stage at each N, the
     predictions' verdicts, the leave-one-out of our last stage, and the Nsight evidence of what holds it."""
@@ -270,6 +274,9 @@ def ours_macros(agg: Path) -> dict:
     lead_table = pd.read_csv(agg / "leader.csv")
     LEAD = selection.leader(agg)                   # our fastest stage across the lengths (ours.py)
     m["OursLead"] = LEAD
+    after = OUR_STAGES[OUR_STAGES.index(LEAD) + 1:]
+    m["OursAfterLeadCount"] = NUMBER_WORDS.get(len(after), str(len(after)))
+    m["OursAfterLeadFirst"], m["OursAfterLeadLast"] = (after[0], after[-1]) if after else ("--", "--")
     m["LeadGeomeanX"] = f"{lead_table.geomean_x_cudnn.iloc[0]:.2f}"
     m["LeadRunnerUp"] = str(lead_table.stage.iloc[1])
     m["LeadRunnerUpGeomeanX"] = f"{lead_table.geomean_x_cudnn.iloc[1]:.2f}"
@@ -320,9 +327,11 @@ def ours_macros(agg: Path) -> dict:
     for v in ("holds", "better", "worse"):
         m[name("Pred", v)] = str(int((measured.verdict == v).sum()))
     quantity = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
-    m["PredWorseList"] = listing([f"{r.stage}'s {quantity.get(r.quantity, r.quantity)} at $N={r.N}$ ({r.measured_pct:+.1f}\\% "
-                                  f"against {r.low_pct:+g}..{r.high_pct:+g})" for r in measured.itertuples()
-                                  if r.verdict == "worse"]) or "none"
+    versus = {"torch-cudnn": ""}   # a ratio to cuDNN says what it is compared to; a change names the stage it is from
+    m["PredWorseList"] = listing([f"{r.stage}'s {quantity.get(r.quantity, r.quantity)}"
+                                  f"{versus.get(r.compared_to, f' against {r.compared_to}')} at $N={r.N}$ "
+                                  f"({r.measured_pct:+.1f}\\% for {r.low_pct:+g}..{r.high_pct:+g})"
+                                  for r in measured.itertuples() if r.verdict == "worse"]) or "none"
     for r in measured.itertuples():
         against = "cudnn" if r.compared_to == "torch-cudnn" else r.compared_to
         what = {"time": "time", "time_ratio": "ratio"}.get(r.quantity, "instr")
@@ -584,6 +593,16 @@ def timing_macros(agg: Path) -> dict:
             m[name("CrossOthers", r.variant, tag, "Range")] = f"{lo:.1f}--{hi:.1f}"
             m[name("CrossWaived", r.variant, tag, "Place")] = ("below" if getattr(r, col) < lo else
                                                               "above" if getattr(r, col) > hi else "within")
+        by_run = cc[cc.key == r.key].sort_values("run", key=lambda runs: runs.map(selection.run_number))
+        m[name("CrossNcuByRun", r.variant)] = ", ".join(f"{v:.1f}" for v in by_run.ncu_us)
+        m[name("CrossNcuRunsFrom", r.variant)] = by_run.run.iloc[0]
+        m[name("CrossNcuRunsTo", r.variant)] = by_run.run.iloc[-1]
+    # Our waived stages in the runs where they are not waived.
+    ours = waived[waived.impl == "triton"]
+    elsewhere = cc[cc.variant.isin(ours.variant) & ~cc.set_index(["run", "variant"]).index.isin(
+        ours.set_index(["run", "variant"]).index)]
+    m["CrossWaivedOursElsewhereRuns"] = str(elsewhere.run.nunique())
+    m["CrossWaivedOursElsewhereMaxPct"] = f"{elsewhere.diff_pct.abs().max():.1f}" if len(elsewhere) else "--"
     m["CrossBoundPct"] = f"{cc.max_pct.iloc[0]:g}"
     m["CrossEntries"] = str(cc.key.nunique())
     m["CrossRuns"] = str(cc.run.nunique())

@@ -68,3 +68,11 @@ def at_own_tile(df: pd.DataFrame) -> pd.Series:
         t = _default_tile(parse_switches_label(r.switches), int(r.D), int(r.N))
         return (r.block_m, r.block_n, r.num_warps, r.num_stages) == (t.block_m, t.block_n, t.num_warps, t.num_stages)
     return df.apply(own, axis=1) if len(df) else pd.Series(dtype=bool)
+
+
+def run_number(run: str) -> int:
+    """The ordinal of a run folder (run-16-x2 -> 16), to list runs in the order they were made."""
+    try:
+        return int(run.split("-")[1])
+    except (IndexError, ValueError):
+        raise ValueError(f"run folder {run!r} is not named run-<number>[-suffix]") from None
