@@ -148,8 +148,9 @@ def test_host_descriptors_drop_the_per_program_descriptor_setup(stages):
 def test_triton_waits_for_every_warpgroup_mma(tmp_path):
     """Why the softmax does not overlap the products in Triton 3.6: after every group of HGMMA the warpgroup waits
     for all of them (WARPGROUP.DEPBAR.LE gsb0, 0x0), even when the loop asks for the next block's scores before the
-    softmax of the current one (overlap_qk), which only costs registers and shared memory."""
-    from kernels.stages import LAST
+    softmax of the current one (overlap_qk), which only costs registers (spills, under a register cap) and shared
+    memory."""
+    from kernels.stages import LAST, register_cap
     t = build(tmp_path, "--variants", LAST, f"{LAST}+overlap_qk", "--archs", "90")
     for variant in (LAST, f"{LAST}+overlap_qk"):
         sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
@@ -157,7 +158,9 @@ def test_triton_waits_for_every_warpgroup_mma(tmp_path):
                  if "WARPGROUP.DEPBAR.LE" in line]
         assert waits and set(waits) == {"gsb0, 0x0"}, waits
     (plain,), (overlap,) = ([m for k, m in t.items() if k[0] == v] for v in (LAST, f"{LAST}+overlap_qk"))
-    assert overlap["registers"] > plain["registers"] and overlap["shared_bytes"] > plain["shared_bytes"]
+    assert overlap["shared_bytes"] > plain["shared_bytes"]
+    assert (overlap["registers"] > plain["registers"] if register_cap(STAGES[LAST].switches, STAGES[LAST].tile) is None
+            else overlap["registers"] == plain["registers"] and overlap["spill_stores"] > plain["spill_stores"] == 0)
 
 
 def test_warp_specialization_refused_on_sm120(stages):
