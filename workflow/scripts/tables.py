@@ -129,8 +129,8 @@ def ours_table(agg: Path, out: Path) -> None:
             r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max()),
             r"\% cuDNN": fmt(g.pct_cudnn.median()), r"\% FA2": fmt(g.pct_flash.median()),
             "regs": fmt(regs(st)),
-            "predicted \%": (f"{p.low_pct.iloc[0]:+g}..{p.high_pct.iloc[0]:+g}" if len(p) else "--"),
-            "measured \%": (signed(p.measured_pct.iloc[0]) if len(p) else "--"),
+            r"predicted \%": (f"{p.low_pct.iloc[0]:+g}..{p.high_pct.iloc[0]:+g}" if len(p) else "--"),
+            r"measured \%": (signed(p.measured_pct.iloc[0]) if len(p) else "--"),
             "verdict": p.verdict.iloc[0] if len(p) else "--",
             "runs": str(g.run.nunique()),
         })
