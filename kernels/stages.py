@@ -176,9 +176,10 @@ def head_group_size(N: int, D: int, element_bytes: int, group: int, heads: int, 
     return min(heads, size)
 
 
-# Switches that cap the registers per thread: programs per SM they are for, and the warps of the tiles they cap (a
-# tile of other warps, given by hand or by a tuning run, is not capped: the cap would leave too few registers).
-PROGRAMS_PER_SM = {"three_per_sm": (3, 4), "two_warpgroups": (2, 8)}
+# Switches that set a variant's tile at every N (D <= 128; the first on wins) and how many programs of it share an SM:
+# the register cap is what lets that many fit. A tile of other warps, given by hand or by a tuning run, is not capped
+# (the cap would leave too few registers).
+SM_SHARING_TILES = {"two_warpgroups": (TWO_WARPGROUPS_TILE, 2), "three_per_sm": (THREE_PER_SM_TILE, 3)}
 
 
 def register_cap(switches: Iterable[str], tile: Tile) -> int | None:
@@ -186,8 +187,8 @@ def register_cap(switches: Iterable[str], tile: Tile) -> int | None:
     most that lets the switch's number of programs of the tile's warps share an SM's registers. With `three_per_sm`
     three 4-warp programs (168 registers); with `two_warpgroups` two 8-warp programs (128)."""
     switches = frozenset(switches)
-    for switch, (programs, warps) in PROGRAMS_PER_SM.items():
-        if switch in switches and tile.num_warps == warps:
+    for switch, (own, programs) in SM_SHARING_TILES.items():
+        if switch in switches and tile.num_warps == own.num_warps:
             per_thread = REGISTERS_PER_SM // (programs * tile.num_warps * 32)
             return per_thread // REGISTER_ALLOCATION_UNIT * REGISTER_ALLOCATION_UNIT
     return None
@@ -220,10 +221,9 @@ def default_tile(switches: Iterable[str], D: int = 128, N: int | None = None) ->
     every N; else with `tuned_tiles` and a known N, the recorded choice at that N (where this head dim was tuned); else
     the Hopper tile once `hopper_tile` is on; else the article's."""
     switches = frozenset(switches)
-    if "two_warpgroups" in switches and D <= 128:
-        return TWO_WARPGROUPS_TILE
-    if "three_per_sm" in switches and D <= 128:
-        return THREE_PER_SM_TILE
+    for switch, (own, _) in SM_SHARING_TILES.items():
+        if switch in switches and D <= 128:
+            return own
     if "tuned_tiles" in switches and N is not None and (t := tuned_tile(D, N)) is not None:
         return t
     if "hopper_tile" in switches:
