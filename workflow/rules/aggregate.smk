@@ -1,3 +1,5 @@
+# The aggregate phase: every sealed run into tidy tables, and what the paper computes from them (claims, our stages,
+# predictions, step times). Each table is computed here once; the paper's tables, figures and values only read them.
 # Cheap steps that read the committed data: run where Snakemake runs, never queued as cluster jobs.
 localrules:
     aggregate,
@@ -7,28 +9,33 @@ localrules:
     figure,
     step_times,
     tables,
-    macros,
+    values,
+    listings,
     paper,
 
 
 AGG = "results/aggregate"
+SCRIPTS = "workflow/scripts"
 
 
 rule aggregate:
-    """Every run (checksums verified) into tidy tables: timings, per-run medians, the headline table with both
-    torch ratios beside the article's, run-to-run variation, Nsight metrics, ceilings, static build, the kernel
-    timer's cross-check with Nsight (fails beyond crosscheck_max_pct), the timer check, the launch cost."""
+    """Every run (checksums verified) into tidy tables: timings, per-run medians with the rows' roles, the headline
+    and stage tables, run-to-run variation, Nsight metrics, ceilings, static build, the kernel timer's cross-check with
+    Nsight (fails beyond crosscheck_max_pct), the timer check, the launch cost, the runs' checks and environment."""
     input:
-        "workflow/scripts/aggregate.py",
-        "workflow/scripts/selection.py",
+        CODE,
+        script=f"{SCRIPTS}/aggregate/aggregate.py",
         seals=run_seals(),
         data=run_data_files(),
-        article="data/article/timings.csv",
+        article_timings="data/article/timings.csv",
+        article_ncu="data/article/ncu.csv",
         build=expand("results/build/sm_{arch}/build.csv", arch=config["build"]["archs"]),
     output:
         timings=f"{AGG}/timings.csv",
         per_run=f"{AGG}/per_run.csv",
         headline=f"{AGG}/headline.csv",
+        headline_median=f"{AGG}/headline_median.csv",
+        stage_table=f"{AGG}/stage_table.csv",
         variation=f"{AGG}/variation.csv",
         ncu=f"{AGG}/ncu.csv",
         ceilings=f"{AGG}/ceilings.csv",
@@ -37,8 +44,11 @@ rule aggregate:
         timer_check=f"{AGG}/timer_check.csv",
         launch_cost=f"{AGG}/launch_cost.csv",
         runs=f"{AGG}/runs.csv",
+        environment=f"{AGG}/environment.csv",
+        correctness=f"{AGG}/correctness.csv",
         premise=f"{AGG}/premise.csv",
         large_n=f"{AGG}/large_n.csv",
+        large_n_table=f"{AGG}/large_n_table.csv",
     log:
         "logs/aggregate.log",
     benchmark:
@@ -49,40 +59,43 @@ rule aggregate:
         max_pct=config["crosscheck_max_pct"],
         waivers=json.dumps(config.get("crosscheck_waivers", [])),
     shell:
-        "{params.py} workflow/scripts/aggregate.py --runs {params.runs} --build {input.build} "
-        "--crosscheck-max-pct {params.max_pct} --crosscheck-waivers {params.waivers:q} --article data/article "
+        "{params.py} {input.script} --runs {params.runs} --build {input.build} "
+        "--crosscheck-max-pct {params.max_pct} --crosscheck-waivers {params.waivers:q} "
+        "--article-timings {input.article_timings} --article-ncu {input.article_ncu} "
         "--out $(dirname {output.headline}) > {log} 2>&1"
 
 
 rule claims:
     """The verdict on each claim C1-C10, computed from the data by the rules stated in the paper."""
     input:
-        rules.aggregate.output,
-        "workflow/scripts/claims.py",
-        headline=rules.aggregate.output.headline,
-        article="data/article/claims.csv",
-        components="data/article/components.csv",
-        article_data=["data/article/timings.csv", "data/article/ncu.csv"],
+        CODE,
+        per_run=rules.aggregate.output.per_run,
+        ncu=rules.aggregate.output.ncu,
+        premise=rules.aggregate.output.premise,
+        build=rules.aggregate.output.build,
+        runs=rules.aggregate.output.runs,
+        article_components="data/article/components.csv",
+        article_claims="data/article/claims.csv",
+        article_timings="data/article/timings.csv",
+        article_ncu="data/article/ncu.csv",
     output:
         claims=report(f"{AGG}/claims.csv", category="Claims", caption="../report/claims.rst"),
         slips=f"{AGG}/slips.csv",
+        claim_rules=f"{AGG}/claim_rules.csv",
     log:
         "logs/claims.log",
     benchmark:
         f"{BENCH}/claims.tsv"
-    params:
-        py=PY,
-    shell:
-        "{params.py} workflow/scripts/claims.py --agg $(dirname {input.headline}) --article data/article --out {output.claims} > {log} 2>&1"
+    script:
+        "../scripts/aggregate/claims.py"
 
 
 rule ours:
     """Our stages beyond the article: each at the headline against cuDNN and FlashAttention-2, and every stage and
-    backend at each N of the sweep (time, TFLOP/s, percent of the measured matrix roof, ratio to cuDNN)."""
+    backend at each N of the sweep (time, TFLOP/s, percent of the measured matrix roof, ratio to cuDNN), the leading
+    stage."""
     input:
-        "workflow/scripts/ours.py",
-        "workflow/scripts/selection.py",
-        "kernels/tuned_tiles.csv",
+        CODE,
         per_run=rules.aggregate.output.per_run,
         ceilings=rules.aggregate.output.ceilings,
     output:
@@ -94,17 +107,14 @@ rule ours:
         "logs/ours.log",
     benchmark:
         f"{BENCH}/ours.tsv"
-    params:
-        py=PY,
-    shell:
-        "{params.py} workflow/scripts/ours.py --agg $(dirname {input.per_run}) > {log} 2>&1"
+    script:
+        "../scripts/aggregate/ours.py"
 
 
 rule predictions:
     """Each prediction written before a stage was measured (data/predictions/stages.csv) beside the measurement."""
     input:
-        "workflow/scripts/predictions.py",
-        "workflow/scripts/selection.py",
+        CODE,
         predictions="data/predictions/stages.csv",
         per_run=rules.aggregate.output.per_run,
         ncu=rules.aggregate.output.ncu,
@@ -114,8 +124,5 @@ rule predictions:
         "logs/predictions.log",
     benchmark:
         f"{BENCH}/predictions.tsv"
-    params:
-        py=PY,
-    shell:
-        "{params.py} workflow/scripts/predictions.py --predictions {input.predictions} "
-        "--agg $(dirname {input.per_run}) --out {output} > {log} 2>&1"
+    script:
+        "../scripts/aggregate/predictions.py"

@@ -8,11 +8,11 @@ from snakemake.utils import validate
 
 validate(config, schema="../../config/schema.yaml")
 
+from kernels.stages import ALL_SWITCHES
+from pipeline import plan as bench_plan  # the sets of the measurement plan (the library, installed with kernels)
+from pipeline import seal
+
 ROOT = Path(workflow.basedir)
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))  # bench_plan: the sets of the plan (kernels is installed)
-
-import bench_plan  # noqa: E402  (the sets of the measurement plan)
-
 bench_plan.check_plan(config["plan"])  # a bad plan fails here, in a dry run, not inside a GPU job
 
 PY = shlex.quote(sys.executable)  # the interpreter running Snakemake runs every script (quoted: paths with spaces)
@@ -21,6 +21,12 @@ DATA = f"data/{GPU}"
 STAGING = f"results/staging/{GPU}"  # a run being measured; it moves into DATA when sealed
 PLAN = config["plan"]
 KERNEL_SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").glob("*.py"))  # edit one: rebuild, re-verify
+# What a step that imports kernels' registry (not the kernel) and the library reads of the code: inputs of every such
+# rule, so that an edit of one reruns the steps that import it.
+REGISTRY = ["kernels/__init__.py", "kernels/stages.py", "kernels/gpus.py", "kernels/shapes.py", "kernels/theory.py",
+            "kernels/tuned_tiles.csv"]
+LIBRARY = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pipeline").glob("*.py"))
+CODE = REGISTRY + LIBRARY
 # Software. One environment runs every step, the one Snakemake runs in (PY above), with requirements/lock.txt and
 # this package installed (by `make` into .venv, or from environment.yml with conda); on a cluster, the same
 # environment on a shared file system. So no step declares a conda or container directive (README.md, "Environment").
@@ -70,6 +76,13 @@ def run_data_files():
             files += [f"{Path(seal).parent}/{line.split('  ', 1)[1]}" for line in sums.read_text().splitlines()
                       if "  " in line]
     return files
+
+
+def sealed_files(folder):
+    """The files a sealed folder's SHA256SUMS lists (its data), with the SHA256SUMS itself."""
+    folder = ROOT / folder
+    return [str((folder / name).relative_to(ROOT)) for name in seal.listed(folder)] + [
+        str((folder / seal.NAME).relative_to(ROOT))]
 
 
 def step_time_logs():

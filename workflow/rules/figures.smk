@@ -1,18 +1,26 @@
-# One script per figure, named as the figure (workflow/scripts/figures/<name>.py -> results/figures/<name>.pdf).
-FIGURES = ["stage_times", "stage_waterfall", "ncu_panels", "n_sweep", "qwen3", "tile_heatmap", "ablation",
-           "timer_check", "launch_cost", "ours_waterfall", "ours_sweep", "large_n"]
+# One script per figure, named as the figure (workflow/scripts/paper/figures/<name>.py -> results/figures/<name>.pdf),
+# each reading the aggregated files named here.
+FIGURES = {
+    "stage_times": dict(per_run=f"{AGG}/per_run.csv", article_timings="data/article/timings.csv"),
+    "stage_waterfall": dict(per_run=f"{AGG}/per_run.csv", article_timings="data/article/timings.csv"),
+    "ncu_panels": dict(ncu=f"{AGG}/ncu.csv", article_ncu="data/article/ncu.csv"),
+    "n_sweep": dict(per_run=f"{AGG}/per_run.csv", ceilings=f"{AGG}/ceilings.csv", leader=f"{AGG}/leader.csv"),
+    "qwen3": dict(per_run=f"{AGG}/per_run.csv", leader=f"{AGG}/leader.csv"),
+    "tile_heatmap": dict(per_run=f"{AGG}/per_run.csv"),
+    "ablation": dict(per_run=f"{AGG}/per_run.csv"),
+    "timer_check": dict(crosscheck=f"{AGG}/crosscheck.csv", timer_check=f"{AGG}/timer_check.csv"),
+    "launch_cost": dict(timings=f"{AGG}/timings.csv"),
+    "ours_waterfall": dict(per_run=f"{AGG}/per_run.csv"),
+    "ours_sweep": dict(per_n=f"{AGG}/per_n.csv", leader=f"{AGG}/leader.csv"),
+    "large_n": dict(large_n_table=f"{AGG}/large_n_table.csv"),
+}
 
 
 rule figure:
     """A seaborn figure from the aggregated data, as PDF (the paper) and PNG (the report)."""
     input:
-        script="workflow/scripts/figures/{name}.py",
-        common="workflow/scripts/figures/common.py",
-        selection="workflow/scripts/selection.py",
-        large_n="workflow/scripts/large_n.py",
-        data=rules.aggregate.output,
-        ours=rules.ours.output,
-        article="data/article/timings.csv",
+        unpack(lambda wc: FIGURES[wc.name]),
+        CODE,
     output:
         pdf="results/figures/{name}.pdf",
         png=report("results/figures/{name}.png", category="Figures", caption="../report/figure.rst"),
@@ -22,7 +30,5 @@ rule figure:
         f"{BENCH}/figure/{{name}}.tsv"
     wildcard_constraints:
         name="|".join(FIGURES),
-    params:
-        py=PY,
-    shell:
-        "{params.py} {input.script} --agg $(dirname {input.data[0]}) --article data/article --out results/figures/{wildcards.name} > {log} 2>&1"
+    script:
+        "../scripts/paper/figures/{wildcards.name}.py"

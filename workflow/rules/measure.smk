@@ -1,6 +1,6 @@
 # The GPU tier: only asked for when config measure is true (run_seals() then names the new run's SHA256SUMS).
 # Every step writes into a staging folder (STAGING/<run>); the seal moves it into data/ whole, sealed.
-# Each GPU job declares gpu=1 and runs under gpu_pin.py, which gives it a GPU of its own: with
+# Each GPU job declares gpu=1 and runs under pipeline.gpu_pin, which gives it a GPU of its own: with
 # --resources gpu=N the sets spread over N GPUs, and timing and profiling never share one.
 # Order: verify_gpu and compile (which compile, but time nothing) finish before any job that times starts, so that
 # no compilation ever runs beside a timing on a machine with several GPUs.
@@ -27,12 +27,14 @@ rule plan:
     benchmark:
         f"{STAGING}/{{run}}/{BENCH}/plan.tsv"
     script:
-        "../scripts/write_plan.py"
+        "../scripts/measure/write_plan.py"
 
 
 rule compile:
     """Compile every Triton entry of the plan (all sets and the profiled entries) into Triton's cache."""
     input:
+        KERNEL_SOURCES,
+        LIBRARY,
         plan=PLAN_FILE,
     output:
         f"{STAGING}/{{run}}/compile/compiled.csv",
@@ -46,13 +48,15 @@ rule compile:
     params:
         py=PY,
     shell:
-        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --compile-only "
+        "{params.py} -m pipeline.gpu_pin -- {params.py} workflow/scripts/measure/bench.py --compile-only "
         "--config {input.plan} --workers {threads} --out $(dirname {output}) > {log} 2>&1"
 
 
 rule bench:
     """Time one set of the plan (interleaved repeats, each output checked first); resumes if interrupted."""
     input:
+        KERNEL_SOURCES,
+        LIBRARY,
         BEFORE_TIMING,
         plan=PLAN_FILE,
     output:
@@ -67,7 +71,8 @@ rule bench:
     params:
         py=PY,
     shell:
-        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/bench.py --sets {wildcards.set} --config {input.plan} "
+        "{params.py} -m pipeline.gpu_pin -- {params.py} workflow/scripts/measure/bench.py --sets {wildcards.set} "
+        "--config {input.plan} "
         "--workers {threads} --out $(dirname {output}) > {log} 2>&1"
 
 
@@ -75,6 +80,8 @@ rule profile:
     """Nsight Compute (clocks as found) on the profiled entries: the full metric set, and the duration alone over
     several launches for the cross-check with the kernel timer."""
     input:
+        KERNEL_SOURCES,
+        LIBRARY,
         BEFORE_TIMING,
         plan=PLAN_FILE,
     output:
@@ -92,13 +99,15 @@ rule profile:
     params:
         py=PY,
     shell:
-        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/profile.py "
+        "{params.py} -m pipeline.gpu_pin -- {params.py} workflow/scripts/measure/profile.py "
         "--config {input.plan} --out $(dirname {output.csv}) > {log} 2>&1"
 
 
 rule timer_check:
     """The kernel timer against a host sleep before each launch: the kernel time must not move, events' does."""
     input:
+        KERNEL_SOURCES,
+        LIBRARY,
         BEFORE_TIMING,
         plan=PLAN_FILE,
     output:
@@ -112,13 +121,15 @@ rule timer_check:
     params:
         py=PY,
     shell:
-        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/timer_check.py "
+        "{params.py} -m pipeline.gpu_pin -- {params.py} workflow/scripts/measure/timer_check.py "
         "--config {input.plan} --out $(dirname {output}) > {log} 2>&1"
 
 
 rule ceilings:
     """The measured matrix-product rate and copy bandwidth of the GPU: the roofs of the figures."""
     input:
+        KERNEL_SOURCES,
+        LIBRARY,
         BEFORE_TIMING,
     output:
         f"{STAGING}/{{run}}/ceilings/ceilings.csv",
@@ -131,13 +142,15 @@ rule ceilings:
     params:
         py=PY,
     shell:
-        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/ceilings.py "
+        "{params.py} -m pipeline.gpu_pin -- {params.py} workflow/scripts/measure/ceilings.py "
         "--out $(dirname {output}) > {log} 2>&1"
 
 
 rule theory:
     """The traffic and FLOPs each Triton entry requests, from its loop structure (the article's T1, T2)."""
     input:
+        KERNEL_SOURCES,
+        LIBRARY,
         plan=PLAN_FILE,
     output:
         f"{STAGING}/{{run}}/theory.csv",
@@ -148,7 +161,7 @@ rule theory:
     params:
         py=PY,
     shell:
-        "{params.py} workflow/scripts/theory_table.py --config {input.plan} --out {output} > {log} 2>&1"
+        "{params.py} workflow/scripts/measure/theory_table.py --config {input.plan} --out {output} > {log} 2>&1"
 
 
 rule seal_run:
@@ -156,6 +169,7 @@ rule seal_run:
     which then moves into data/ in one rename: a run folder appears in data/ only sealed. Verified whenever the data
     is read. The seal's own benchmark file is written after the run is sealed, so it stays in benchmarks/."""
     input:
+        LIBRARY,
         expand(f"{STAGING}/{{{{run}}}}/bench-{{set}}/timings.csv", set=bench_plan.SETS),
         f"{STAGING}/{{run}}/profile/ncu.csv",
         f"{STAGING}/{{run}}/profile/ncu_duration.csv",
@@ -177,4 +191,4 @@ rule seal_run:
         py=PY,
         staging=lambda wc: f"{STAGING}/{wc.run}",
     shell:
-        "{params.py} workflow/scripts/checksums.py publish {params.staging} $(dirname {output}) > {log} 2>&1"
+        "{params.py} -m pipeline.seal publish {params.staging} $(dirname {output}) > {log} 2>&1"

@@ -1,4 +1,8 @@
-# The CPU steps whose benchmark files the step-time table reads: every job that runs before it (the tables, macros
+# The paper phase: the aggregated tables formatted (tables), every number of the text (values, one file per
+# subject), each switch's code (listings), the figures (figures.smk), and latexmk. Nothing here computes what another
+# step needs: each step reads only the files its rule names.
+
+# The CPU steps whose benchmark files the step-time table reads: every job that runs before it (the tables, values
 # and LaTeX steps come after it; their files are in benchmarks/ too).
 CPU_BENCHMARKS = (
     expand(f"{BENCH}/build_variants/sm_{{arch}}.tsv", arch=config["build"]["archs"])
@@ -12,7 +16,8 @@ rule step_times:
     its Snakemake log for the runs sealed before those files existed, said so in the output), this build's CPU
     steps from benchmarks/."""
     input:
-        "workflow/scripts/step_times.py",
+        CODE,
+        script=f"{SCRIPTS}/aggregate/step_times.py",
         seals=run_seals(),
         data=run_data_files(),
         logs=step_time_logs(),
@@ -27,73 +32,105 @@ rule step_times:
         py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
     shell:
-        "{params.py} workflow/scripts/step_times.py --runs {params.runs} --logs {input.logs} --cpu {input.cpu} "
+        "{params.py} {input.script} --runs {params.runs} --logs {input.logs} --cpu {input.cpu} "
         "--out {output} > {log} 2>&1"
 
 
+TABLES = ["stages", "claims", "slips", "environment", "crosscheck", "launch_cost", "step_times", "ours", "per_n",
+          "predictions"]
+
+
 rule tables:
-    """The paper's tables (stages, claims, environment, timer cross-check, launch cost) through pandas'
-    Styler.to_latex."""
+    """The paper's tables through pandas' Styler.to_latex, each from the aggregated files below."""
     input:
-        rules.aggregate.output,
-        rules.claims.output,
-        rules.ours.output,
-        rules.predictions.output,
-        "workflow/scripts/tables.py",
-        headline=rules.aggregate.output.headline,
-        step_times=rules.step_times.output,
-        seals=run_seals(),
+        CODE,
+        stage_table=rules.aggregate.output.stage_table,
+        claims=rules.claims.output.claims,
+        slips=rules.claims.output.slips,
+        environment=rules.aggregate.output.environment,
+        crosscheck=rules.aggregate.output.crosscheck,
+        timer_check=rules.aggregate.output.timer_check,
+        launch_cost=rules.aggregate.output.launch_cost,
+        step_times=rules.step_times.output[0],
+        ours_stages=rules.ours.output.stages,
+        predictions=rules.predictions.output[0],
+        build=rules.aggregate.output.build,
+        per_n=rules.ours.output.per_n,
+        best_per_n=rules.ours.output.best,
     output:
-        stages=report("results/tables/stages.tex", category="Tables", caption="../report/table.rst"),
-        claims=report("results/tables/claims.tex", category="Tables", caption="../report/table.rst"),
-        slips=report("results/tables/slips.tex", category="Tables", caption="../report/table.rst"),
-        environment=report("results/tables/environment.tex", category="Tables", caption="../report/table.rst"),
-        crosscheck=report("results/tables/crosscheck.tex", category="Tables", caption="../report/table.rst"),
-        launch_cost=report("results/tables/launch_cost.tex", category="Tables", caption="../report/table.rst"),
-        step_times=report("results/tables/step_times.tex", category="Tables", caption="../report/table.rst"),
-        ours=report("results/tables/ours.tex", category="Tables", caption="../report/table.rst"),
-        per_n=report("results/tables/per_n.tex", category="Tables", caption="../report/table.rst"),
-        predictions=report("results/tables/predictions.tex", category="Tables", caption="../report/table.rst"),
+        **{name: report(f"results/tables/{name}.tex", category="Tables", caption="../report/table.rst")
+           for name in TABLES},
     log:
         "logs/tables.log",
     benchmark:
         f"{BENCH}/tables.tsv"
-    params:
-        py=PY,
-        runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
-    shell:
-        "{params.py} workflow/scripts/tables.py --agg $(dirname {input.headline}) --runs {params.runs} "
-        "--out $(dirname {output.stages}) > {log} 2>&1"
+    script:
+        "../scripts/paper/tables.py"
 
 
-rule macros:
-    """Every number of the text as a LaTeX macro, and each switch's code cut from the kernel source."""
+# Every number of the text, one file per subject (workflow/scripts/paper/values/<subject>.py ->
+# results/paper/values/<subject>.tex), each from the files named here: a macro whose name is written where it is made,
+# or \val{table}{row}{column} (pipeline.latex).
+PROBE_WS = f"{DATA}/probes/probe-ws"
+VALUES = {
+    "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
+                   variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
+    "tiles": dict(per_run=rules.aggregate.output.per_run, headline_median=rules.aggregate.output.headline_median,
+                  timings=rules.aggregate.output.timings),
+    "sweep": dict(per_run=rules.aggregate.output.per_run, ceilings=rules.aggregate.output.ceilings),
+    "traffic": dict(),
+    "ncu": dict(ncu=rules.aggregate.output.ncu, build=rules.aggregate.output.build),
+    "claims": dict(claims=rules.claims.output.claims, slips=rules.claims.output.slips,
+                   claim_rules=rules.claims.output.claim_rules, per_run=rules.aggregate.output.per_run,
+                   article_timings="data/article/timings.csv"),
+    "article": dict(article_claims="data/article/claims.csv", article_timings="data/article/timings.csv",
+                    runs=rules.aggregate.output.runs),
+    "correctness": dict(correctness=rules.aggregate.output.correctness, cpu="results/verify/cpu/correctness.csv"),
+    "timing": dict(crosscheck=rules.aggregate.output.crosscheck, timer_check=rules.aggregate.output.timer_check,
+                   launch_cost=rules.aggregate.output.launch_cost),
+    "arch": dict(build=rules.aggregate.output.build),
+    "ablation": dict(per_run=rules.aggregate.output.per_run),
+    "steps": dict(step_times=rules.step_times.output[0]),
+    "ours": dict(ours_stages=rules.ours.output.stages, per_n=rules.ours.output.per_n, leader=rules.ours.output.leader,
+                 best_per_n=rules.ours.output.best, per_run=rules.aggregate.output.per_run,
+                 predictions=rules.predictions.output[0], tuned_tiles="kernels/tuned_tiles.csv",
+                 build=rules.aggregate.output.build, ncu=rules.aggregate.output.ncu),
+    "large_n": dict(large_n_table=rules.aggregate.output.large_n_table, large_n=rules.aggregate.output.large_n),
+    "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
+}
+
+
+rule values:
+    """The numbers of the text on one subject, as LaTeX macros and keyed values."""
     input:
-        rules.aggregate.output,
-        rules.claims.output,
-        rules.ours.output,
-        rules.predictions.output,
-        "kernels/flash_fwd.py",
-        "workflow/scripts/macros.py",
-        "workflow/scripts/large_n.py",
-        "data/nvidia-h200/probes/probe-ws/SHA256SUMS",
-        "data/nvidia-h200/probes/probe-ws/probe_ws.csv",
-        "results/verify/cpu/correctness.csv",
-        rules.step_times.output,
-        headline=rules.aggregate.output.headline,
-        seals=run_seals(),
+        unpack(lambda wc: VALUES[wc.subject]),
+        CODE,
+        lambda wc: sealed_files(PROBE_WS) if wc.subject == "probe" else [],
     output:
-        "results/paper/macros.tex",
+        "results/paper/values/{subject}.tex",
     log:
-        "logs/macros.log",
+        "logs/values/{subject}.log",
     benchmark:
-        f"{BENCH}/macros.tsv"
-    params:
-        py=PY,
-        runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
-    shell:
-        "{params.py} workflow/scripts/macros.py --agg $(dirname {input.headline}) --runs {params.runs} "
-        "--out results/paper > {log} 2>&1"
+        f"{BENCH}/values/{{subject}}.tsv"
+    wildcard_constraints:
+        subject="|".join(VALUES),
+    script:
+        "../scripts/paper/values/{wildcards.subject}.py"
+
+
+rule listings:
+    """Each switch's code, cut from the kernel source, as a listing."""
+    input:
+        CODE,
+        kernel="kernels/flash_fwd.py",
+    output:
+        [f"results/paper/code_{switch}.tex" for switch in ALL_SWITCHES],
+    log:
+        "logs/listings.log",
+    benchmark:
+        f"{BENCH}/listings.tsv"
+    script:
+        "../scripts/paper/listings.py"
 
 
 rule paper:
@@ -103,8 +140,8 @@ rule paper:
         bib="paper/references.bib",
         figures=expand("results/figures/{name}.pdf", name=FIGURES),
         tables=rules.tables.output,
-        macros=rules.macros.output,
-        verify="results/verify/cpu/correctness.csv",
+        values=expand("results/paper/values/{subject}.tex", subject=VALUES),
+        listings=rules.listings.output,
     output:
         report("results/paper.pdf", category="Paper", caption="../report/paper.rst"),
     log:
@@ -112,6 +149,6 @@ rule paper:
     benchmark:
         f"{BENCH}/paper.tsv"
     shell:
-        "(cd paper && TEXINPUTS=.:../results/paper//:../results/tables//: latexmk -pdf -interaction=nonstopmode "
+        "(cd paper && TEXINPUTS=.:../results/paper/:../results/tables/: latexmk -pdf -interaction=nonstopmode "
         "-halt-on-error -outdir=../results/paper-build main.tex) > {log} 2>&1 "
         "&& cp results/paper-build/main.pdf {output}"

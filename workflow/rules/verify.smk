@@ -2,7 +2,8 @@ rule verify_cpu:
     """Every stage against the float64 reference in Triton's interpreter (small float16 shapes)."""
     input:
         KERNEL_SOURCES,
-        "workflow/scripts/verify.py",
+        LIBRARY,
+        "workflow/scripts/verify/verify.py",
     output:
         "results/verify/cpu/correctness.csv",
     log:
@@ -13,12 +14,16 @@ rule verify_cpu:
         py=PY,
         N=" ".join(str(n) for n in config["verify_cpu"]["N"]),
     shell:
-        "TRITON_INTERPRET=1 {params.py} workflow/scripts/verify.py --device cpu --N {params.N} "
+        "TRITON_INTERPRET=1 {params.py} workflow/scripts/verify/verify.py --device cpu --N {params.N} "
         "--out results/verify/cpu > {log} 2>&1"
 
 
 rule verify_gpu:
     """The correctness grid on the GPU: every stage and ablation, fp16 and bf16, long sequences, other tiles."""
+    input:
+        KERNEL_SOURCES,
+        LIBRARY,
+        "workflow/scripts/verify/verify.py",
     output:
         f"{STAGING}/{{run}}/verify/correctness.csv",
     log:
@@ -31,5 +36,5 @@ rule verify_gpu:
     params:
         py=PY,
     shell:
-        "{params.py} workflow/scripts/gpu_pin.py -- {params.py} workflow/scripts/verify.py --workers {threads} "
+        "{params.py} -m pipeline.gpu_pin -- {params.py} workflow/scripts/verify/verify.py --workers {threads} "
         "--out $(dirname {output}) > {log} 2>&1"

@@ -1,0 +1,179 @@
+"""The list of measurements: config/config.yaml's sets expanded into entries (implementation x shape x tile)."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from kernels.shapes import HEADLINE, Shape
+from kernels.stages import (BASELINE, FINAL, LAST, STAGES, Tile, add_one_in, default_tile, extended, leave_one_out,
+                            resolve_variant, stage_of, switches_label)
+
+from . import keys
+
+SETS = ("headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles", "tuning")
+
+
+@dataclass(frozen=True)
+class Entry:
+    set: str                   # the sets that ask for it, comma-separated (headline,n_sweep,qwen3)
+    impl: str                  # "triton" or a PyTorch reference (torch-default, torch-flash, ...)
+    variant: str               # stage / ablation name for triton; the impl again for torch
+    shape: Shape
+    tile: Tile | None = None   # triton only
+    layout: str = ""           # Qwen3 model name, for the qwen3 set
+
+    @property
+    def switches(self) -> frozenset | None:
+        return resolve_variant(self.variant) if self.impl == "triton" else None
+
+    @property
+    def key(self) -> str:
+        return keys.entry(self.impl, self.variant, self.shape, self.tile)
+
+    def row(self) -> dict:
+        """The descriptive columns of a tidy row."""
+        t, sw = self.tile, self.switches
+        return dict(set=self.set, impl=self.impl, variant=self.variant,
+                    stage=(stage_of(sw) or "") if sw is not None else "",
+                    switches=switches_label(sw) if sw is not None else "", layout=self.layout,
+                    **self.shape.as_dict(), block_m=t.block_m if t else "", block_n=t.block_n if t else "",
+                    num_warps=t.num_warps if t else "", num_stages=t.num_stages if t else "")
+
+
+def load_config(path: Path) -> dict:
+    cfg = yaml.safe_load(Path(path).read_text())
+    if not isinstance(cfg, dict) or "plan" not in cfg:
+        raise ValueError(f"{path}: no 'plan' section (what the GPU measurement runs)")
+    return cfg["plan"]
+
+
+def expand(m: dict, sets=SETS) -> list:
+    """Entries in a fixed order (the interleaving order); a measurement asked for by several sets appears once, at
+    its first place, with all their names."""
+    unknown = sorted(set(sets) - set(SETS))
+    if unknown:
+        raise ValueError(f"unknown set(s) {unknown}; the sets are {list(SETS)}")
+    torch_impls = list(m["torch_impls"])
+    out = []
+
+    def own_tile(variant, shape):
+        """Every stage and ablation variant runs at its own default tile (the article's, or ours from v8 on)."""
+        return default_tile(resolve_variant(variant), shape.D, shape.N)
+
+    def stages_and_torch(set_name, shape, layout=""):
+        out.extend(Entry(set_name, "triton", v, shape, own_tile(v, shape), layout) for v in STAGES)
+        out.extend(Entry(set_name, impl, impl, shape, None, layout) for impl in torch_impls)
+
+    if "headline" in sets:
+        stages_and_torch("headline", HEADLINE)
+    if "ablation" in sets:
+        for name, sw in {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL), **extended(LAST),
+                         **leave_one_out(LAST)}.items():
+            if not stage_of(sw):  # v7-const_strides is v6 and v0+grid_order is v1: timed as stages
+                out.append(Entry("ablation", "triton", name, HEADLINE, own_tile(name, HEADLINE)))
+    if "bf16" in sets:
+        stages_and_torch("bf16", Shape(**{**HEADLINE.as_dict(), "dtype": "bfloat16"}))
+    if "n_sweep" in sets:
+        for dtype in m.get("n_sweep_dtypes", [HEADLINE.dtype]):
+            for n in m["n_sweep"]:
+                stages_and_torch("n_sweep", Shape(**{**HEADLINE.as_dict(), "N": int(n), "dtype": dtype}))
+    if "qwen3" in sets:
+        for n in m.get("qwen3_N", [HEADLINE.N]):
+            for model, lay in m["qwen3"].items():
+                stages_and_torch("qwen3", Shape(**{**HEADLINE.as_dict(), **lay, "N": int(n)}), layout=model)
+    if "tiles" in sets:
+        t = m["tiles"]
+        for variant in t["variants"]:
+            resolve_variant(variant)
+            for bm, bn, w, s in itertools.product(t["block_m"], t["block_n"], t["num_warps"], t["num_stages"]):
+                out.append(Entry("tiles", "triton", variant, HEADLINE, Tile(bm, bn, w, s)))
+    if "tuning" in sets and m.get("tuning"):
+        # The recorded tuning run: our last stage at every tile of the grid, at each N of the headline layout, beside
+        # cuDNN's and FA2's kernels at the same N. Its choice per N is data (kernels/tuned_tiles.csv).
+        t = m["tuning"]
+        for n in t["N"]:
+            shape = Shape(**{**HEADLINE.as_dict(), "N": int(n)})
+            for variant in t["variants"]:
+                resolve_variant(variant)
+                for bm, bn, w, s in itertools.product(t["block_m"], t["block_n"], t["num_warps"], t["num_stages"]):
+                    out.append(Entry("tuning", "triton", variant, shape, Tile(bm, bn, w, s)))
+            out.extend(Entry("tuning", impl, impl, shape) for impl in torch_impls)
+    merged: dict = {}
+    for e in out:
+        first = merged.setdefault(e.key, e)
+        if first is not e and e.set not in first.set.split(","):
+            merged[e.key] = replace(first, set=f"{first.set},{e.set}", layout=first.layout or e.layout)
+    return list(merged.values())
+
+
+def repeats(entry: Entry, m: dict) -> int:
+    """How many times an entry is timed: the most that any of its sets asks for."""
+    return max(int(m["repeats"].get(s, 1)) for s in entry.set.split(","))
+
+
+def profile_entries(m: dict) -> list:
+    """The entries Nsight Compute profiles: the variants at the article's tile, the extra (variant, tile) pairs, and
+    the PyTorch kernels, all at the headline shape."""
+    p = m["profile"]
+    extra = [Entry("profile", "triton", x["variant"], HEADLINE,
+                   Tile(x["block_m"], x["block_n"], x["num_warps"], x["num_stages"])) for x in p.get("extra", [])]
+    for e in extra:
+        resolve_variant(e.variant)
+    return ([Entry("profile", "triton", v, HEADLINE, default_tile(resolve_variant(v), HEADLINE.D, HEADLINE.N))
+             for v in p["variants"]] + extra
+            + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]])
+
+
+def premise_entries(m: dict) -> list:
+    """Entries profiled where a claim's premise holds and the headline's does not: plan.profile.premise's variants
+    at the article's tile, at the headline layout with each of its sequence lengths."""
+    p = m["profile"].get("premise")
+    if not p:
+        return []
+    return [Entry("premise", "triton", v, Shape(**{**HEADLINE.as_dict(), "N": int(n)}), Tile())
+            for n in p["N"] for v in p["variants"]]
+
+
+def large_n_entries(m: dict) -> list:
+    """Entries profiled at long sequences (plan.profile.large_n), where the KV loop dominates: the variants at their
+    own tile at each N, and the PyTorch kernels beside them, at the headline layout. What holds our last stages
+    behind cuDNN there, in a few Nsight metrics."""
+    p = m["profile"].get("large_n")
+    if not p:
+        return []
+    out = []
+    for n in p["N"]:
+        shape = Shape(**{**HEADLINE.as_dict(), "N": int(n)})
+        out += [Entry("large_n", "triton", v, shape, default_tile(resolve_variant(v), shape.D, shape.N))
+                for v in p["variants"]]
+        out += [Entry("large_n", impl, impl, shape) for impl in p["torch_impls"]]
+    return out
+
+
+def check_plan(m: dict) -> list:
+    """Expand the whole plan (every set, the profiled and the premise entries) and check every entry, so that a bad
+    plan fails when the pipeline is parsed (a dry run), not inside a GPU job: unknown variants, shapes the kernel
+    does not take. Returns the entries."""
+    timed = expand(m)
+    timed_keys = {e.key for e in timed}
+    untimed = [e.key for e in profile_entries(m) if e.key not in timed_keys]
+    if untimed:
+        raise ValueError(f"profiled entries that no bench set times (the cross-check needs both): {untimed}; add "
+                         f"them to a set (e.g. plan.tiles) or drop them from plan.profile")
+    entries = timed + profile_entries(m) + premise_entries(m) + large_n_entries(m)
+    for e in entries:
+        s = e.shape
+        where = f"plan entry {e.key} (sets: {e.set})"
+        if s.H % s.H_kv:
+            raise ValueError(f"{where}: H={s.H} is not a multiple of H_kv={s.H_kv}; fix plan.qwen3 or the sets")
+        if s.D not in (16, 32, 64, 128, 256):
+            raise ValueError(f"{where}: head dim D={s.D} is not one the kernel takes (16, 32, 64, 128, 256)")
+        if e.impl == "triton":
+            try:
+                e.switches
+            except ValueError as err:
+                raise ValueError(f"{where}: {err}") from None
+    return entries

@@ -1,0 +1,81 @@
+"""Which rows of the tidy tables the paper's headline means, read from the one definition of each: the article's
+shape (kernels.shapes.HEADLINE), its tile (kernels.stages.ARTICLE_TILE), the stages (kernels.stages.STAGES)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pandas as pd
+
+from kernels.shapes import HEADLINE as _HEADLINE
+from kernels.stages import ARTICLE_STAGES as _ARTICLE_STAGES
+from kernels.stages import ARTICLE_TILE as _TILE
+from kernels.stages import BASELINE as _BASELINE
+from kernels.stages import FINAL as _FINAL
+from kernels.stages import LAST as _LAST
+from kernels.stages import OUR_STAGES as _OUR_STAGES
+from kernels.stages import SWITCHES as _SWITCHES
+from kernels.stages import default_tile as _default_tile
+from kernels.stages import extended as _extended
+from kernels.stages import stage_adding as _stage_adding
+from kernels.stages import without as _without
+from kernels.stages import (parse_switches_label, previous_stage, resolve_variant, stage_adding,  # noqa: F401
+                            switches_label, variant_name)
+
+HEADLINE = _HEADLINE.as_dict()
+ARTICLE_TILE = asdict(_TILE)
+STAGES = list(_ARTICLE_STAGES)                       # the article's stages (v0 ... v7)
+OUR_STAGES = list(_OUR_STAGES)                       # ours beyond it, on Hopper
+ALL_STAGES = STAGES + OUR_STAGES
+LAST = _LAST                                         # our last stage
+BASELINE, FINAL = _BASELINE, _FINAL                  # the article's first and last stages
+FINAL_NO_WS = _without(_FINAL, "warp_specialize")    # the final stage without warp specialization
+CAUSAL_SKIP_STAGE = _stage_adding("causal_skip")     # the stage that skips the blocks above the diagonal
+EXTENSION_VARIANTS = list(_extended(STAGES[-1]))  # our own variants beyond the article (v7+prescale_q)
+SWITCHES = list(_SWITCHES)                          # the article's switches, in its order
+TORCH = ["torch-flash", "torch-default", "torch-cudnn"]
+
+
+def leader(agg) -> str:
+    """Our leading stage: the fastest of ours across the lengths of the sweep (results/aggregate/leader.csv, written
+    by workflow/scripts/ours.py)."""
+    return str(pd.read_csv(agg / "leader.csv").stage.iloc[0])
+
+
+def where(df: pd.DataFrame, **kv) -> pd.Series:
+    """Boolean mask of the rows whose columns equal the given values."""
+    sel = pd.Series(True, index=df.index)
+    for k, v in kv.items():
+        sel &= df[k] == v
+    return sel
+
+
+def at_headline(df: pd.DataFrame) -> pd.Series:
+    return where(df, **HEADLINE)
+
+
+def at_article_tile(df: pd.DataFrame) -> pd.Series:
+    return where(df, **ARTICLE_TILE)
+
+
+def at_own_tile(df: pd.DataFrame) -> pd.Series:
+    """Rows of Triton variants timed at their own default tile (the article's for v0 ... v7, ours from v8 on, the
+    tuned tile of its N for a tuned stage); rows of other implementations are kept."""
+    tiles: dict = {}
+
+    def own(r) -> bool:
+        if r.impl != "triton":
+            return True
+        key = (r.switches, int(r.D), int(r.N))
+        if key not in tiles:
+            t = _default_tile(parse_switches_label(r.switches), int(r.D), int(r.N))
+            tiles[key] = (t.block_m, t.block_n, t.num_warps, t.num_stages)
+        return (r.block_m, r.block_n, r.num_warps, r.num_stages) == tiles[key]
+    return df.apply(own, axis=1) if len(df) else pd.Series(dtype=bool)
+
+
+def run_number(run: str) -> int:
+    """The ordinal of a run folder (run-16-x2 -> 16), to list runs in the order they were made."""
+    try:
+        return int(run.split("-")[1])
+    except (IndexError, ValueError):
+        raise ValueError(f"run folder {run!r} is not named run-<number>[-suffix]") from None

@@ -1,0 +1,435 @@
+"""Aggregate step: the given sealed runs (checksums verified first) into tidy tables.
+
+    python workflow/scripts/aggregate/aggregate.py --runs data/nvidia-h200/run-1 data/nvidia-h200/run-2 \
+        --build results/build/sm_90/build.csv --out results/aggregate
+
+A run folder holds its timings either flat (timings.csv) or per set (bench-<set>/timings.csv), its Nsight rows in
+ncu.csv or profile/ncu.csv, and, from run-3 on, ceilings/ceilings.csv: every such file below the run is read.
+
+Writes:
+- timings.csv: every timing row of every run, with the run's name and the rows' roles (ROLES below);
+- per_run.csv: one row per run x entry: the median over repeats of the per-repeat kernel-time medians, the lowest
+  and highest repeat median, the number of repeats, and the medians over repeats of the call time and host time;
+  and the rows' roles, so that no later step derives them again (ROLES below);
+- headline.csv: the stages at the headline shape and the article's tile, per run, with their ratios to torch-flash
+  and torch-default, beside the article's time and ratio; headline_median.csv: the same, median over runs;
+- stage_table.csv: the paper's stage table, one row per stage of the article: the article's figures beside ours
+  (time: median over runs and the lowest and highest run; ratios: median of the per-run ratios; Nsight's registers,
+  shared memory, L2 hit rate and instructions: median over runs);
+- variation.csv: run-to-run variation of each stage's time and of each ratio (max/min - 1 over runs);
+- ncu.csv: the Nsight Compute rows of every run;
+- ceilings.csv: the measured matrix rate and copy bandwidth of every run that has them;
+- build.csv: the static build report of every architecture built;
+- crosscheck.csv: for every profiled entry of every run, the kernel timer's median beside the median of Nsight
+  Compute's gpu__time_duration; a difference over --crosscheck-max-pct fails this step, naming the entry, unless
+  --crosscheck-waivers names it (then the row carries the waiver's reason);
+- timer_check.csv: the kernel time and the event time of each profiled entry after each host sleep, per run, with
+  the kernel time's change from no sleep (the same bound applies);
+- runs.csv: per run, its start, commit(s), the GPU's L2 size and the UUIDs of the GPUs it recorded;
+- correctness.csv: every correctness check of every run (the GPU verify step), with the run's name;
+- environment.csv: one row per env.json of every run (each GPU step writes one): the GPU, its UUID, the driver,
+  CUDA, torch, Triton, cuDNN and Nsight versions, the project's commit, the SM clock and throttle reasons that
+  nvidia-smi read at the step's start and end;
+- premise.csv: the Nsight metrics of the premise entries (where a claim's premise holds and the headline's does
+  not), with their sequence length N;
+- large_n.csv: the Nsight metrics of the long-sequence entries (plan.profile.large_n), with their N;
+  large_n_table.csv: the metrics of LARGE_N_METRICS, median over the runs that profiled each (variant, N), with
+  their short names and what each says;
+- launch_cost.csv: per run (with its commit and start), the host time of a plain call (best and median of the
+  run's repeats), the event-timed call and the kernel time of each stage and PyTorch backend at the headline shape.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import keys, seal, selection
+from pipeline.kernel_timer import TIMER
+
+TORCH = tuple(selection.TORCH)
+# The roles of a per-run row, as columns of per_run.csv (each True or False), so that the steps after this one read
+# which rows they mean instead of deriving it again.
+ROLES = {
+    "headline": "at the headline shape (kernels.shapes.HEADLINE)",
+    "torch": "a PyTorch backend",
+    "article_stage": "one of the article's stages (v0 ... its last)",
+    "our_stage": "one of our stages beyond the article",
+    "baseline": "the article's first stage",
+    "final": "the article's last stage",
+    "last": "our last stage that has been measured (at the headline shape, at its own tile)",
+    "article_tile": "a Triton row at the article's tile",
+    "own_tile": "a Triton row at its variant's own default tile (kernels.stages.default_tile)",
+    "paper_row": "a row the paper means: the article's stages at its tile, ours at their own, and the PyTorch backends",
+}
+# The long-sequence Nsight metrics the paper and its figure read: short name -> (Nsight metric, what it says). Stall
+# ratios are warp cycles spent in that state per issued instruction.
+LARGE_N_METRICS = {
+    "Tensor": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+               "tensor pipe active, % of active cycles"),
+    "Issue": ("sm__issue_active.avg.pct_of_peak_sustained_elapsed", "instruction issue, % of cycles"),
+    "Warps": ("sm__warps_active.avg.pct_of_peak_sustained_active", "warps resident, % of the SM's 64"),
+    "Exp": ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", "XU pipe (exp2), % of active cycles"),
+    "Fma": ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "FMA pipe active, % of active cycles"),
+    "Lhit": ("lts__t_sector_hit_rate.pct", "L2 hit rate, %"),
+    "Dram": ("dram__bytes_read.sum", "DRAM read, bytes"),
+    "Instr": ("smsp__inst_executed.sum", "instructions executed (warp level)"),
+    "Regs": ("launch__registers_per_thread", "registers per thread"),
+    "StallWait": ("smsp__average_warps_issue_stalled_wait_per_issue_active.ratio", "stall: fixed-latency wait"),
+    "StallBarrier": ("smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "stall: barrier"),
+    "StallLong": ("smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+                  "stall: long scoreboard"),
+    "StallShort": ("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+                   "stall: short scoreboard"),
+    "Time": ("gpu__time_duration.sum", "duration, ns"),
+}
+
+
+_SEALED: dict = {}  # run folder -> its listed files, once verified
+
+
+def verified(run_dirs) -> list:
+    run_dirs = [Path(r) for r in run_dirs]
+    if not run_dirs:
+        raise ValueError("no runs given")
+    for p in run_dirs:
+        _SEALED[p] = seal.verify(p)
+    return run_dirs
+
+
+def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
+    """Every file called `name` that a run's SHA256SUMS lists (and only those), with the run's name in a first
+    column."""
+    frames = []
+    for run in run_dirs:
+        run = Path(run)
+        sealed = _SEALED.get(run) or seal.verify(run)
+        files = sorted(f for f in sealed if f.name == name)
+        if not files and required:
+            raise FileNotFoundError(f"{run}: no {name}")
+        frames += [pd.read_csv(f).assign(run=Path(run).name) for f in files]
+    if not frames:
+        return pd.DataFrame(columns=["run"])
+    df = pd.concat(frames, ignore_index=True)
+    return df[["run"] + [c for c in df.columns if c != "run"]]
+
+
+MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer")  # measured, not descriptive
+
+
+def canonical_names(timings: pd.DataFrame) -> pd.DataFrame:
+    """Name every Triton row by its switches as the registry names them today. An ablation is named after the last
+    stage of the run that timed it (v10-tma in run-10-x2); once a later stage exists, the same kernel has another
+    name (or none but its switch label), so that rows of one kernel from different runs meet under one name and
+    key. Stage names never change (the registry only appends)."""
+    t = timings.copy()
+    tri = t.impl == "triton"
+    names = {lab: selection.variant_name(selection.parse_switches_label(lab)) for lab in set(t.loc[tri, "switches"])}
+    new = t.loc[tri, "switches"].map(names)
+    t.loc[tri, "key"] = [keys.renamed(k, n) for k, n in zip(t.loc[tri, "key"], new)]
+    t.loc[tri, "variant"] = new
+    return t
+
+
+def check_timer(timings: pd.DataFrame) -> None:
+    """Every timed row must come from the kernel timer: runs timed otherwise (data/<gpu>/history/) are never mixed in."""
+    ok = timings[timings.status == "ok"]
+    if "timer" not in ok:
+        bad = sorted(set(ok.run))
+    else:
+        bad = sorted(set(ok[ok.timer != TIMER].run))
+    if bad:
+        raise ValueError(f"run(s) {bad} hold timings not made by the kernel timer ({TIMER}): they were timed with "
+                         f"CUDA events around each call and are kept as history only (data/<gpu>/history/)")
+
+
+def with_roles(pr: pd.DataFrame) -> pd.DataFrame:
+    """per_run's rows with a column per role of ROLES."""
+    pr = pr.copy()
+    tri = pr.impl == "triton"
+    pr["headline"] = selection.at_headline(pr)
+    pr["torch"] = pr.impl.isin(TORCH)
+    pr["article_stage"] = tri & pr.variant.isin(selection.STAGES)
+    pr["our_stage"] = tri & pr.variant.isin(selection.OUR_STAGES)
+    pr["baseline"] = tri & (pr.variant == selection.BASELINE)
+    pr["final"] = tri & (pr.variant == selection.FINAL)
+    pr["article_tile"] = tri & selection.at_article_tile(pr)
+    pr["own_tile"] = tri & selection.at_own_tile(pr)
+    pr["paper_row"] = pr.torch | (pr.article_stage & pr.article_tile) | (pr.our_stage & pr.own_tile)
+    measured = set(pr[pr.our_stage & pr.own_tile & pr.headline].variant)
+    ours = [s for s in selection.OUR_STAGES if s in measured]
+    pr["last"] = tri & (pr.variant == (ours[-1] if ours else selection.FINAL))
+    return pr[[c for c in pr.columns if c not in ROLES] + list(ROLES)]
+
+
+def per_run(timings: pd.DataFrame) -> pd.DataFrame:
+    ok = timings[timings.status == "ok"]
+    g = ok.groupby(["run", "key"])
+    stats = g.time_us.agg(time_us="median", lo_us="min", hi_us="max", repeats="count")
+    extra = [c for c in ("kernels_us", "call_us", "host_us") if c in ok]
+    stats = stats.join(g[extra].median())
+    if "host_us" in ok:
+        stats = stats.join(g.host_us.min().rename("host_min_us"))
+    stats = stats.reset_index()
+    desc = ok.drop_duplicates("key").drop(columns=["run", "repeat", "seed", "status", "rel_error", "note"] + [
+        c for c in ok.columns if c.endswith("_us") or c in MEASURED])
+    # an entry timed by several sets' jobs belongs to all of them (each job writes only its own set's name)
+    sets = ok.groupby("key").set.agg(lambda x: ",".join(sorted({n for v in x.dropna() for n in v.split(",")})))
+    desc = desc.drop(columns="set").merge(sets.rename("set"), left_on="key", right_index=True)
+    return with_roles(stats.merge(desc, on="key"))
+
+
+class CrossCheckError(ValueError):
+    """The kernel timer and Nsight Compute disagree beyond the stated bound."""
+
+
+def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waivers=()) -> pd.DataFrame:
+    """Per run and profiled entry: Nsight's duration of one launch (its kernels summed), median over launches,
+    beside the kernel timer's median of the kernels alone (kernels_us: Nsight profiles no memset). Raises
+    CrossCheckError naming every entry off by more than max_pct, unless a waiver (config `crosscheck_waivers`:
+    run, variant, reason) names it: a waived entry stays outside the bound in the table, with its reason, for the
+    paper to print. A waiver that names no entry beyond the bound raises too (it would hide nothing, or a typo)."""
+    if durations.empty:
+        raise CrossCheckError("no Nsight durations (profile/ncu_duration.csv) in the runs: nothing to cross-check")
+    rows = []
+    for (run, key), d in durations.groupby(["run", "key"], sort=False):
+        d = d.sort_values("index")
+        names = list(d.kernel)
+        timer = pr[(pr.run == run) & (pr.key == key)]
+        if timer.empty:
+            # Profiled but not timed in this run (run-12-x2's lighter plan left two profiled tiles out of its bench
+            # sets): nothing to compare; kept as a row, outside the bound, and counted in the paper.
+            rows.append(dict(run=run, key=key, impl=keys.parse(key).impl, variant=keys.parse(key).variant, timed=False))
+            continue
+        per_launch = int(timer.n_kernels.iloc[0]) if "n_kernels" in timer and not pd.isna(
+            timer.n_kernels.iloc[0]) else 1
+        if len(names) % per_launch:
+            raise CrossCheckError(f"{run} {key}: Nsight profiled {len(names)} kernels, not a multiple of the "
+                                  f"{per_launch} the timer saw per call")
+        launches = d.duration_ns.to_numpy().reshape(-1, per_launch).sum(axis=1) / 1e3
+        ncu_us = float(pd.Series(launches).median())
+        t = timer.iloc[0]
+        rows.append(dict(run=run, key=key, impl=t.impl, variant=t.variant, block_m=t.block_m, block_n=t.block_n,
+                         num_warps=t.num_warps, num_stages=t.num_stages, time_us=t.time_us,
+                         timer_us=t.kernels_us, ncu_us=ncu_us, ncu_lo_us=float(launches.min()),
+                         ncu_hi_us=float(launches.max()), ncu_launches=len(launches),
+                         diff_pct=100 * (t.kernels_us / ncu_us - 1), timed=True))
+    if not any(r["timed"] for r in rows):
+        raise CrossCheckError("no profiled entry was also timed in its run: nothing to cross-check")
+    out = pd.DataFrame(rows)
+    out["within"] = (out.diff_pct.abs() <= max_pct) | ~out.timed
+    out["max_pct"] = max_pct
+    reasons = {(w["run"], w["variant"]): w["reason"] for w in waivers}
+    out["waiver"] = [reasons.get((r.run, r.variant), "") if not r.within else "" for r in out.itertuples()]
+    stale = sorted(set(reasons) - {(r.run, r.variant) for r in out.itertuples() if r.waiver})
+    if stale:
+        raise CrossCheckError(f"crosscheck_waivers name entries that are within {max_pct:g}% of Nsight or were not "
+                              f"profiled: {stale}; remove them from the config")
+    bad = out[~out.within & (out.waiver == "")]
+    if not bad.empty:
+        raise CrossCheckError(
+            f"the kernel timer and Nsight Compute's gpu__time_duration differ by more than {max_pct:g}% for: " +
+            "; ".join(f"{r.run} {r.key}: timer {r.timer_us:.1f} us, Nsight {r.ncu_us:.1f} us ({r.diff_pct:+.1f}%)"
+                      for r in bad.itertuples()))
+    return out
+
+
+def timer_check(checks: pd.DataFrame, max_pct: float) -> pd.DataFrame:
+    """Each entry's kernel time after each host sleep, relative to no sleep; raises if one moves by > max_pct."""
+    ok = checks[checks.status == "ok"].copy()
+    if ok.empty:
+        raise CrossCheckError("no timer check (timer_check/timer_check.csv) in the runs")
+    base = ok[ok.sleep_us == 0].set_index(["run", "key"])
+    ok["kernel_change_pct"] = [100 * (r.time_us / base.loc[(r.run, r.key), "time_us"] - 1) for r in ok.itertuples()]
+    ok["event_change_pct"] = [100 * (r.event_us / base.loc[(r.run, r.key), "event_us"] - 1) for r in ok.itertuples()]
+    bad = ok[ok.kernel_change_pct.abs() > max_pct]
+    if not bad.empty:
+        raise CrossCheckError(f"the kernel time moved with a host sleep by more than {max_pct:g}%: " + "; ".join(
+            f"{r.run} {r.key} sleep {r.sleep_us:g} us: {r.kernel_change_pct:+.1f}%" for r in bad.itertuples()))
+    return ok
+
+
+def env_files(run) -> list:
+    """The env.json files a sealed run lists, in path order."""
+    return sorted(p for p in (_SEALED.get(Path(run)) or seal.verify(run)) if p.name == "env.json")
+
+
+def run_info(run_dirs) -> pd.DataFrame:
+    """Per run: when it started (the earliest env.json start), the project's commit(s) it ran, the GPU's L2 size,
+    the UUIDs of the GPUs it recorded."""
+    rows = []
+    for run in run_dirs:
+        envs = [json.loads(p.read_text()) for p in env_files(run)]
+        starts = sorted((e.get("start") or {}).get("time", "") for e in envs)
+        commits = sorted({e.get("project_commit") or "not recorded" for e in envs})
+        l2 = sorted({e["l2_bytes"] for e in envs if e.get("l2_bytes")})
+        uuids = sorted({(e.get("start") or {}).get("uuid") for e in envs} - {None, ""})
+        rows.append(dict(run=Path(run).name, started=starts[0] if starts else "", commit=" ".join(commits),
+                         l2_bytes=l2[0] if len(l2) == 1 else None, gpu_uuids=" ".join(uuids)))
+    return pd.DataFrame(rows).sort_values("started").reset_index(drop=True)
+
+
+def environment(run_dirs) -> pd.DataFrame:
+    """One row per env.json of the runs (sealed: verified with the run), as each GPU step recorded it."""
+    rows = []
+    for run in run_dirs:
+        for env_path in env_files(run):
+            e = json.loads(env_path.read_text())
+            start, end = e.get("start") or e.get("before") or {}, e.get("end") or e.get("after") or {}
+            rows.append(dict(run=Path(run).name,
+                             step=env_path.parent.name if env_path.parent != Path(run) else "all",
+                             gpu=e.get("gpu", ""), uuid=start.get("uuid") or "",
+                             driver=start.get("driver_version", ""), cuda=e.get("cuda_runtime", ""),
+                             torch=e.get("torch", ""), triton=e.get("triton", ""), cudnn=str(e.get("cudnn", "")),
+                             ncu=str(e.get("ncu") or "").split(" ")[0], commit=e.get("project_commit") or "",
+                             sm_clock_start=start.get("clocks.sm", ""), sm_clock_end=end.get("clocks.sm", ""),
+                             throttle_start=start.get("clocks_event_reasons.active", ""),
+                             throttle_end=end.get("clocks_event_reasons.active", "")))
+    return pd.DataFrame(rows)
+
+
+def launch_cost(pr: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """Per run: host time of a plain call (the best and the median of the run's repeats), event-timed call and
+    kernel time (medians) of each stage (article tile), our extensions and each PyTorch backend at the headline
+    shape, with the run's commit and start (the host path can change between runs: each run's figure belongs to its
+    commit). The best of repeats is the host cost itself; slower repeats are the host's other work interfering
+    (another job on the same machine, a shared core), as Python's timeit documentation says of its own minimum."""
+    h = pr[selection.at_headline(pr)]
+    h = h[h.impl.isin(TORCH) | ((h.stage.fillna("") != "") & selection.at_article_tile(h))
+          | (h.variant.isin(selection.EXTENSION_VARIANTS) & selection.at_article_tile(h))]
+    out = h[["run", "variant", "host_min_us", "host_us", "call_us", "time_us"]].rename(columns={"variant": "entry"})
+    out = out.merge(info, on="run")
+    order = {e: i for i, e in enumerate(selection.STAGES + selection.EXTENSION_VARIANTS + list(TORCH))}
+    return out.sort_values(["started", "entry"], key=lambda s: s.map(order) if s.name == "entry" else s
+                           ).reset_index(drop=True)
+
+
+def headline(pr: pd.DataFrame, article: pd.DataFrame) -> pd.DataFrame:
+    h = pr[selection.at_headline(pr)]
+    stages = h[(h.impl == "triton") & (h.stage.fillna("") != "") & selection.at_article_tile(h)]
+    torch = h[h.impl.isin(TORCH)].pivot(index="run", columns="impl", values="time_us")
+    out = stages[["run", "stage", "time_us", "lo_us", "hi_us", "repeats"]].merge(torch, left_on="run",
+                                                                                 right_index=True)
+    for impl in TORCH:
+        out[f"pct_of_{impl}"] = 100 * out.time_us / out[impl]
+    art = article[(article.impl == "triton") & (article.block_m == selection.ARTICLE_TILE["block_m"])]
+    art = art[["stage", "time_us"]].rename(
+        columns={"time_us": "article_us"})
+    torch_art = article.loc[article.impl == "torch-default", "time_us"].iloc[0]
+    out = out.merge(art, on="stage", how="left")
+    out["article_pct_of_torch"] = 100 * out.article_us / torch_art
+    return out.sort_values(["run", "stage"]).reset_index(drop=True)
+
+
+def headline_median(head: pd.DataFrame) -> pd.DataFrame:
+    """headline.csv's numbers, each the median over runs of its per-run value, one row per stage."""
+    return head.groupby("stage").median(numeric_only=True).reset_index()
+
+
+def variation(head: pd.DataFrame) -> pd.DataFrame:
+    cols = ["time_us", *[f"pct_of_{i}" for i in TORCH]]
+    g = head.groupby("stage")[cols]
+    return (100 * (g.max() / g.min() - 1)).add_suffix("_run_to_run_pct").reset_index()
+
+
+def stage_table(head: pd.DataFrame, ncu: pd.DataFrame, article_timings: Path, article_ncu: Path) -> pd.DataFrame:
+    """The paper's stage table, unformatted: one row per stage of the article, its figures beside ours."""
+    ncu = ncu[ncu.instance.isna()].groupby(["variant", "metric"]).value.median()
+    art_t = pd.read_csv(article_timings)
+    art_torch = art_t.loc[art_t.impl == "torch-default", "time_us"].iloc[0]
+    art_n = pd.read_csv(article_ncu)
+    art_n = art_n[art_n.kind == "absolute"]
+
+    def art_metric(stage, metric):
+        v = art_n[(art_n.stage == stage) & (art_n.metric == metric)].value
+        return float(v.iloc[0]) if len(v) else float("nan")
+
+    rows = []
+    for st in selection.STAGES:
+        r = head[head.stage == st]
+        art_us = art_t[(art_t.stage == st) & (art_t.block_m == selection.ARTICLE_TILE["block_m"])].time_us.iloc[0]
+        rows.append(dict(
+            stage=st, article_us=art_us, ours_us=r.time_us.median(), ours_lo=r.time_us.min(),
+            ours_hi=r.time_us.max(), article_pct=100 * art_us / art_torch,
+            pct_flash=r["pct_of_torch-flash"].median(), pct_default=r["pct_of_torch-default"].median(),
+            article_regs=art_metric(st, "launch__registers_per_thread"),
+            ours_regs=ncu.get((st, "launch__registers_per_thread"), float("nan")),
+            article_smem_kb=art_metric(st, "launch__shared_mem_per_block_dynamic"),
+            ours_smem_kb=ncu.get((st, "launch__shared_mem_per_block_dynamic"), float("nan")) / 1000,
+            ours_l2_hit=ncu.get((st, "lts__t_sector_hit_rate.pct"), float("nan")),
+            ours_inst_m=ncu.get((st, "smsp__inst_executed.sum"), float("nan")) / 1e6))
+    return pd.DataFrame(rows)
+
+
+def large_n_table(large_n: pd.DataFrame) -> pd.DataFrame:
+    """variant, N, short, metric, label, value (median over the runs that profiled it), runs: the metrics of
+    LARGE_N_METRICS at the long-sequence entries."""
+    columns = ["variant", "N", "short", "metric", "label", "value", "runs"]
+    if large_n.empty:
+        return pd.DataFrame(columns=columns)
+    d = large_n[large_n.instance.isna()]
+    short = {metric: s for s, (metric, _) in LARGE_N_METRICS.items()}
+    d = d[d.metric.isin(short)].assign(short=lambda x: x.metric.map(short))
+    g = d.groupby(["variant", "N", "short", "metric"])
+    t = g.value.median().to_frame().join(g.run.nunique().rename("runs")).reset_index()
+    t["label"] = t.short.map(lambda s: LARGE_N_METRICS[s][1])
+    return t[columns]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=Path, nargs="+", required=True, help="sealed run folders")
+    ap.add_argument("--build", type=Path, nargs="*", default=[], help="build.csv files of the build step")
+    ap.add_argument("--article-timings", type=Path, default=Path("data/article/timings.csv"))
+    ap.add_argument("--article-ncu", type=Path, default=Path("data/article/ncu.csv"))
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--crosscheck-max-pct", type=float, default=5.0,
+                    help="largest allowed difference between the kernel timer and Nsight's duration (percent)")
+    ap.add_argument("--crosscheck-waivers", type=json.loads, default=[],
+                    help="JSON list of {run, variant, reason}: entries beyond the bound that are reported, not fatal")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    run_dirs = verified(a.runs)
+    timings = canonical_names(load(run_dirs, "timings.csv"))
+    check_timer(timings)
+    with_roles(timings).to_csv(a.out / "timings.csv", index=False)
+    pr = per_run(timings)
+    pr.to_csv(a.out / "per_run.csv", index=False)
+    head = headline(pr, pd.read_csv(a.article_timings))
+    head.to_csv(a.out / "headline.csv", index=False)
+    headline_median(head).to_csv(a.out / "headline_median.csv", index=False)
+    variation(head).to_csv(a.out / "variation.csv", index=False)
+    crosscheck(pr, load(run_dirs, "ncu_duration.csv", required=False), a.crosscheck_max_pct,
+               a.crosscheck_waivers).to_csv(
+        a.out / "crosscheck.csv", index=False)
+    timer_check(load(run_dirs, "timer_check.csv", required=False), a.crosscheck_max_pct).to_csv(
+        a.out / "timer_check.csv", index=False)
+    info = run_info(run_dirs)
+    info.to_csv(a.out / "runs.csv", index=False)
+    environment(run_dirs).to_csv(a.out / "environment.csv", index=False)
+    launch_cost(pr, info).to_csv(a.out / "launch_cost.csv", index=False)
+    for name in ("premise", "large_n"):      # Nsight away from the headline N: the N is the key's
+        extra = load(run_dirs, f"ncu_{name}.csv", required=False)
+        if not extra.empty:
+            extra["N"] = keys.field(extra.key, "N")
+        extra.to_csv(a.out / f"{name}.csv", index=False)
+        if name == "large_n":
+            large_n_table(extra).to_csv(a.out / "large_n_table.csv", index=False)
+    ncu = load(run_dirs, "ncu.csv")
+    ncu.to_csv(a.out / "ncu.csv", index=False)
+    stage_table(head, ncu, a.article_timings, a.article_ncu).to_csv(a.out / "stage_table.csv", index=False)
+    load(run_dirs, "correctness.csv", required=False).to_csv(a.out / "correctness.csv", index=False)
+    load(run_dirs, "ceilings.csv", required=False).to_csv(a.out / "ceilings.csv", index=False)
+    build = pd.concat([pd.read_csv(b) for b in a.build], ignore_index=True) if a.build else pd.DataFrame()
+    build.to_csv(a.out / "build.csv", index=False)
+    pd.set_option("display.width", 200)
+    print(headline_median(head).round(1).to_string(index=False))
+    print(variation(head).round(2).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

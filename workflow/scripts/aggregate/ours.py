@@ -1,0 +1,124 @@
+"""Our stages beyond the article, as tidy tables from the aggregated runs (results/aggregate):
+
+- ours_stages.csv: each stage from the article's last to ours at the headline shape, each at its own tile, per run:
+  time, and percent of cuDNN's (torch-cudnn) and FlashAttention-2's (torch-flash) time in the same run;
+- per_n.csv: every stage and PyTorch backend at each N of the sweep, float16 and bfloat16, per run: time, useful
+  TFLOP/s, percent of the matrix roof measured in the same run (ceilings: a float16/bfloat16 matmul), and the
+  ratio to cuDNN's time in the same run;
+- best_per_n.csv: at each N and dtype, the fastest of our stages (lowest median over its runs of its within-run
+  ratio to cuDNN), that ratio, the last and the leading stage's, and the noise floor of the ratio: how far PyTorch's
+  default SDPA and SDPA forced to cuDNN (the same cuDNN kernel on the H200) differ from each other in a run;
+- leader.csv: our stages timed at every N of the sweep, by the geometric mean of their ratio to cuDNN over the N
+  and dtypes; the first is the leading stage, the one the paper follows across lengths and layouts (our last stage
+  need not be our fastest); its column `leader` says so, as per_n.csv's and ours_stages.csv's do of their rows.
+
+Our last stage is the last measured one (per_run.csv's role `last`): a stage registered but not yet measured is in
+none of these tables.
+
+cuDNN is `torch-cudnn` (SDPA with the cuDNN backend forced) throughout.
+
+Ratios are taken within a run (both measured side by side, interleaved) before any median over runs.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kernels.shapes import attention_flops
+
+from pipeline import selection
+
+SHOWN = [selection.FINAL] + selection.OUR_STAGES
+
+
+def last_stage(pr: pd.DataFrame) -> str:
+    """Our last measured stage (the role `last` of per_run.csv)."""
+    return str(pr[pr["last"]].variant.iloc[0])
+
+
+def ours_stages(pr: pd.DataFrame) -> pd.DataFrame:
+    h = pr[pr.headline & (pr.own_tile | pr.torch)]
+    t = h.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+    rows = []
+    for st in SHOWN:
+        if st not in t:
+            continue
+        for run, us in t[st].dropna().items():
+            rows.append(dict(run=run, stage=st, time_us=us, pct_cudnn=100 * us / t.loc[run, "torch-cudnn"],
+                             pct_flash=100 * us / t.loc[run, "torch-flash"]))
+    return pd.DataFrame(rows)
+
+
+def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
+    layout = {k: v for k, v in selection.HEADLINE.items() if k not in ("N", "dtype")}
+    s = pr[selection.where(pr, **layout) & pr.set.fillna("").str.contains("n_sweep")]
+    s = s[s.own_tile | s.torch]
+    roof = (ceilings[ceilings.quantity == "matmul_tflops"].groupby(["run", "dtype"]).value.median()
+            .rename("roof_tflops"))
+    keep = s.variant.isin(selection.ALL_STAGES) | s.impl.isin(selection.TORCH)
+    s = s[keep][["run", "variant", "impl", "N", "dtype", "time_us", "B", "H", "D", "causal"]].copy()
+    s["tflops"] = attention_flops(s.B, s.H, s.N, s.D, s.causal) / (s.time_us * 1e-6) / 1e12
+    s = s.join(roof, on=["run", "dtype"])
+    s["pct_roof"] = 100 * s.tflops / s.roof_tflops
+    cudnn = s[s.variant == "torch-cudnn"].set_index(["run", "N", "dtype"]).time_us.rename("cudnn_us")
+    s = s.join(cudnn, on=["run", "N", "dtype"])
+    s["x_cudnn"] = s.time_us / s.cudnn_us
+    return s.drop(columns=["B", "H", "D", "causal"]).sort_values(["dtype", "N", "variant", "run"])
+
+
+def best_per_n(p: pd.DataFrame, lead: str, last: str) -> pd.DataFrame:
+    """At each N and dtype, our stage with the lowest ratio to cuDNN: each stage's ratios are taken within a run and
+    their median is over the runs that hold the stage (a stage measured in fewer runs carries that run's noise);
+    the last stage's and the leading stage's ratios beside it, and the twin floor of the runs."""
+    rows = []
+    for (dtype, N), g in p.groupby(["dtype", "N"]):
+        ours = g[g.variant.isin(selection.OUR_STAGES)]
+        if ours.empty:
+            continue
+        med = ours.groupby("variant").x_cudnn.median()
+        best = med.idxmin()
+        b = ours[ours.variant == best]
+        same = g.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+        twin = (same["torch-default"] / same["torch-cudnn"] - 1).abs() if "torch-default" in same else pd.Series()
+        rows.append(dict(dtype=dtype, N=int(N), best=best, time_us=b.time_us.median(), x_cudnn=b.x_cudnn.median(),
+                         x_lo=b.x_cudnn.min(), x_hi=b.x_cudnn.max(), runs=b.run.nunique(),
+                         last=last, last_x_cudnn=med.get(last, float("nan")),
+                         leader=lead, leader_x_cudnn=med.get(lead, float("nan")),
+                         twin_pct=100 * twin.max() if len(twin) else float("nan")))
+    return pd.DataFrame(rows)
+
+
+def leader_table(p: pd.DataFrame) -> pd.DataFrame:
+    """Each of our stages timed at every N of the sweep in both dtypes: the geometric mean over (N, dtype) of its
+    median ratio to cuDNN, and the number of runs; the leading stage (our fastest across lengths) has the lowest."""
+    ours = p[p.variant.isin(selection.OUR_STAGES)]
+    points = ours.groupby(["variant", "dtype", "N"]).x_cudnn.median().reset_index()
+    full = points.groupby(["dtype", "N"]).ngroups
+    rows = []
+    for st, g in points.groupby("variant"):
+        if len(g) < full:
+            continue
+        rows.append(dict(stage=st, geomean_x_cudnn=float(np.exp(np.log(g.x_cudnn).mean())), points=len(g),
+                         runs=ours[ours.variant == st].run.nunique()))
+    t = pd.DataFrame(rows).sort_values("geomean_x_cudnn").reset_index(drop=True)
+    t["leader"] = t.index == 0
+    return t
+
+
+def main(input, output) -> None:
+    pr = pd.read_csv(input.per_run)
+    p = per_n(pr, pd.read_csv(input.ceilings))
+    lead = leader_table(p)
+    leader = str(lead.stage.iloc[0])
+    stages = ours_stages(pr)
+    stages.assign(leader=stages.stage == leader).to_csv(output.stages, index=False)
+    p.assign(leader=p.variant == leader).to_csv(output.per_n, index=False)
+    lead.to_csv(output.leader, index=False)
+    best_per_n(p, leader, last_stage(pr)).to_csv(output.best, index=False)
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    main(snakemake.input, snakemake.output)  # noqa: F821

@@ -1,0 +1,89 @@
+"""Each prediction of data/predictions/stages.csv beside its measurement: results/aggregate/predictions.csv.
+
+A prediction names a stage, what it is compared to (the stage before it, another stage, or torch-cudnn), a quantity
+(`time`, `time_ratio`: the kernel timer's median; or a Nsight Compute metric such as smsp__inst_executed.sum), where
+(N, dtype, at the headline layout) and a range in percent. The measured change is computed per run, from runs that
+hold both ends (each Triton stage at its own tile), as 100 * (stage / compared_to - 1); its median over those runs is
+set against the range:
+
+- holds: the median is inside [low, high];
+- better: outside, on the side of less time or fewer instructions than predicted;
+- worse: outside, on the other side.
+
+A prediction with no run holding both ends is `not measured`.
+"""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import keys, selection
+
+COLUMNS = ["stage", "switch", "compared_to", "quantity", "N", "dtype", "low_pct", "high_pct", "measured_pct",
+           "lo_pct", "hi_pct", "runs", "verdict", "basis", "reason"]
+
+
+def _times(pr: pd.DataFrame, N: int, dtype: str) -> pd.DataFrame:
+    """run x variant -> kernel time at the headline layout with this N and dtype, each stage at its own tile."""
+    at = {**selection.HEADLINE, "N": int(N), "dtype": dtype}
+    rows = pr[selection.where(pr, **at)]
+    rows = rows[rows.own_tile | rows.torch]
+    return rows.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+
+
+def _ncu(ncu: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """run x variant -> a Nsight metric (summed over a call's kernels) at the headline, each stage at its own tile."""
+    m = ncu[(ncu.metric == metric) & ncu.instance.isna()]
+    layout = ("B", "H", "H_kv", "N", "D")
+    at = pd.Series(True, index=m.index)
+    for k in layout:
+        at &= keys.field(m.key, k) == selection.HEADLINE[k]
+    m = m[at]
+    return m.pivot_table(index="run", columns="variant", values="value", aggfunc="sum")
+
+
+def evaluate(predictions: pd.DataFrame, pr: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for p in predictions.itertuples(index=False):
+        ref = p.compared_to
+        if p.quantity in ("time", "time_ratio"):
+            table = _times(pr, p.N, p.dtype)
+        else:
+            if int(p.N) != selection.HEADLINE["N"]:
+                raise ValueError(f"prediction {p.stage} {p.quantity}: Nsight metrics are profiled at the headline "
+                                 f"N={selection.HEADLINE['N']} only, not N={p.N}")
+            table = _ncu(ncu, p.quantity)
+        both = table[[p.stage, ref]].dropna() if {p.stage, ref} <= set(table) else pd.DataFrame()
+        change = 100 * (both[p.stage] / both[ref] - 1) if len(both) else pd.Series(dtype=float)
+        med = float(change.median()) if len(change) else float("nan")
+        if not len(change):
+            verdict = "not measured"
+        elif p.low_pct <= med <= p.high_pct:
+            verdict = "holds"
+        else:
+            verdict = "better" if med < p.low_pct else "worse"
+        rows.append(dict(stage=p.stage, switch=p.switch if isinstance(p.switch, str) else "", compared_to=ref,
+                         quantity=p.quantity, N=int(p.N), dtype=p.dtype, low_pct=p.low_pct, high_pct=p.high_pct,
+                         measured_pct=med, lo_pct=float(change.min()) if len(change) else float("nan"),
+                         hi_pct=float(change.max()) if len(change) else float("nan"), runs=len(change),
+                         verdict=verdict, basis=p.basis, reason=p.reason))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def main(predictions: Path, per_run: Path, ncu: Path, out: Path) -> pd.DataFrame:
+    pred = pd.read_csv(predictions)
+    unknown = sorted(set(pred.stage) - set(selection.ALL_STAGES))
+    if unknown:
+        raise ValueError(f"{predictions}: predictions for unknown stage(s) {unknown}")
+    result = evaluate(pred, pd.read_csv(per_run), pd.read_csv(ncu, low_memory=False))
+    result.to_csv(out, index=False)
+    return result
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stdout = sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    out = main(snakemake.input.predictions, snakemake.input.per_run, snakemake.input.ncu,  # noqa: F821
+               snakemake.output[0])  # noqa: F821
+    print(out[["stage", "compared_to", "quantity", "N", "low_pct", "high_pct", "measured_pct", "runs", "verdict"]]
+          .to_string(index=False))

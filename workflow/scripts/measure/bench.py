@@ -1,0 +1,213 @@
+"""Bench step: time every entry of the plan (pipeline.plan) on the GPU, each output checked before it is timed.
+
+For each entry and repeat: fresh random inputs (the seed is recorded); the output is poisoned and judged against the
+float64 reference (pipeline.call.check); an entry that is wrong or that Triton refuses is recorded as such and never
+timed. Then three figures, never mixed:
+
+- time_us (and min, quartiles, max, mean, count): the kernel time, by pipeline.kernel_timer: the GPU's own start and end
+  of each kernel (CUPTI, through torch.profiler), the L2 flushed before every sample; host time cannot enter it;
+- call_us (and quartiles): what a user sees, a plain call (`kernels.attention(q, k, v, ...)`, or PyTorch's SDPA)
+  timed with CUDA events by `triton.testing.do_bench`, L2 flushed: host time enters when the GPU waits for it;
+- host_us: the host time of one plain call, the mean over a loop of calls without synchronization (median of
+  loops), after the first call: checks, planning, allocation and the launch.
+The last two are measured in a process of their own (UserView), which never runs the profiler.
+
+The whole list runs once per repeat, in one fixed order (A B C, A B C, ...), so drift shows as spread within an
+entry, not as a difference between entries. Every row is appended to timings.partial.csv at once, renamed
+timings.csv when all are done: run the same command again after an interruption and it resumes (the partial file is
+no declared output, so Snakemake leaves it in place).
+
+Beside the timings: env.json (the GPU, its UUID, versions, the project's commit, and nvidia-smi's state at the
+start and the end) and snapshots.jsonl (clocks and throttle reasons at the start of every repeat).
+
+Before the first timed sample, worker processes compile every Triton entry of the set in parallel into Triton's
+cache, and the timing process loads each from there (`--compile-only` does just that, for the pipeline's compile
+step, which runs before any bench job starts).
+"""
+from __future__ import annotations
+
+import csv
+import multiprocessing as mp
+import os
+import secrets
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from kernels.stages import BASELINE
+
+from pipeline import gpu_env, partial_csv
+from pipeline import plan
+from pipeline.call import check, host_time_us, inputs, make_call, time_call
+
+ROW_KEYS = list(plan.Entry("", "triton", BASELINE, plan.HEADLINE, plan.Tile()).row())
+COLUMNS = ["key", "repeat", *ROW_KEYS, "seed", "status", "rel_error", "time_us", "min_us", "q25_us", "q75_us",
+           "max_us", "mean_us", "n_samples", "kernels_us", "kernels", "n_kernels", "call_us", "call_q25_us", "call_q75_us",
+           "host_us", "host_calls", "timer", "note"]
+
+
+def _user_view(entry, seed: int, bench: dict) -> dict:
+    """In the user-view process: the event-timed plain call and the host time per call, on the entry's inputs."""
+    import torch
+    from triton.testing import do_bench
+
+    q, k, v = inputs(entry, seed)
+    _, _, plain = make_call(entry, q, k, v)
+    plain()                                                     # the first call checks and compiles (cached)
+    torch.cuda.synchronize()
+    call_us = sorted(c * 1e3 for c in do_bench(plain, warmup=bench["warmup_ms"], rep=bench["call_rep_ms"],
+                                                return_mode="all"))
+    cq = statistics.quantiles(call_us, n=4) if len(call_us) > 1 else [call_us[0]] * 3
+    call_med = statistics.median(call_us)
+    n_host = max(bench["host_min_calls"], min(bench["host_max_calls"],
+                                              int(bench["host_budget_ms"] * 1e3 / max(call_med, 1.0))))
+    return dict(call_us=call_med, call_q25_us=cq[0], call_q75_us=cq[2],
+                host_us=host_time_us(plain, n_host, bench["host_loops"]), host_calls=n_host)
+
+
+class UserView:
+    """What a user sees, measured in a process of its own that never runs the profiler: after a torch.profiler
+    session, CUPTI's callbacks stay attached to the process that ran it and slow each of its later launches (seen
+    on the H200: PyTorch's SDPA from 20 to 47 us of host time per call). The bench process waits while it works,
+    so the two never use the GPU at once."""
+
+    def __init__(self, bench: dict):
+        self.bench = bench
+        self.pool = mp.get_context("spawn").Pool(1)
+
+    def __call__(self, entry, seed: int) -> dict:
+        return self.pool.apply(_user_view, (entry, seed, self.bench))
+
+    def close(self) -> None:
+        self.pool.close()
+        self.pool.join()
+
+
+def _compile_one(entry) -> dict:
+    """Worker: run a Triton entry once so that its kernel lands in Triton's on-disk cache."""
+    import torch
+
+    from kernels import TileNotSupportedError
+    t0 = time.perf_counter()
+    try:
+        checked, _, _ = make_call(entry, *inputs(entry, 0))
+        checked()
+        torch.cuda.synchronize()
+        status, note = "ok", ""
+    except TileNotSupportedError as err:
+        status, note = "refused", str(err)
+    return {"key": entry.key, "status": status, "seconds": round(time.perf_counter() - t0, 3), "note": note}
+
+
+def precompile(entries, workers: int, log=print) -> list:
+    """Compile every Triton entry in worker processes; one row (key, status, seconds, note) per entry."""
+    todo = [e for e in entries if e.impl == "triton"]
+    t0, rows = time.time(), []
+    with mp.get_context("spawn").Pool(workers) as pool:
+        for i, row in enumerate(pool.imap_unordered(_compile_one, todo), 1):
+            rows.append(row)
+            if row["status"] != "ok" or i % 20 == 0 or i == len(todo):
+                log(f"  compiled [{i}/{len(todo)} {time.time() - t0:4.0f}s] {row['key']}"
+                    + ("" if row["status"] == "ok" else f": REFUSED ({row['note'].split(': ', 1)[-1][:120]})"))
+    return rows
+
+
+def compile_only(entries, workers: int, out_csv: Path, log=print) -> None:
+    """The pipeline's compile step: every Triton entry of the plan into Triton's cache, before any timing."""
+    rows = sorted(precompile(entries, workers, log), key=lambda r: r["key"])
+    tmp = out_csv.with_suffix(".partial")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["key", "status", "seconds", "note"])
+        w.writeheader()
+        w.writerows(rows)
+    tmp.rename(out_csv)
+
+
+def read_rows(path: Path) -> list:
+    return partial_csv.read_rows(path, COLUMNS, "bench.py")
+
+
+def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
+    """Time every entry its number of repeats, interleaved, appending to out/timings.partial.csv; resumes; then
+    renames it out/timings.csv."""
+    final, path = out / "timings.csv", out / "timings.partial.csv"
+    if final.exists():
+        log(f"bench: {final} is complete")
+        return final
+    rows = read_rows(path)
+    done = {(r["key"], int(r["repeat"])) for r in rows}
+    bad = {r["key"] for r in rows if r["status"] != "ok"}
+    order = [(r, e) for r in range(max(plan.repeats(e, m) for e in entries))
+             for e in entries if r < plan.repeats(e, m)]
+    todo = [(r, e) for r, e in order if (e.key, r) not in done and e.key not in bad]
+    log(f"bench: {len(entries)} entries, {len(order)} timings, {len(done)} already done, "
+        f"{len(bad)} entries refused or wrong (not timed)")
+    if not todo:
+        path.rename(final)
+        return final
+    precompile(list({e.key: e for _, e in todo}.values()), workers, log)
+    viewer = UserView(m["bench"])
+    snapshots = out / "snapshots.jsonl"
+    fresh = not rows
+    t0, last_repeat = time.time(), None
+    with open(path, "w" if fresh else "a", newline="") as f, open(snapshots, "a") as snap:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        if fresh:
+            w.writeheader()
+            f.flush()
+        for i, (r, e) in enumerate(todo, 1):
+            if e.key in bad:
+                continue
+            if r != last_repeat:
+                snap.write(gpu_env.json_line({"repeat": r, **gpu_env.snapshot()}))
+                snap.flush()
+                last_repeat = r
+            seed = secrets.randbits(31)
+            status, err, note, calls = check(e, seed)
+            row = {"key": e.key, "repeat": r, **e.row(), "seed": seed, "status": status, "rel_error": err,
+                   "note": note}
+            if status == "ok":
+                row.update(viewer(e, seed))
+                row.update(time_call(calls, m["bench"]))
+            else:
+                bad.add(e.key)
+            w.writerow(row)
+            f.flush()
+            eta = (time.time() - t0) / i * (len(todo) - i)
+            log(f"[{i}/{len(todo)} {time.time() - t0:4.0f}s eta {eta:4.0f}s] r{r} {e.key}: "
+                + (f"kernel {row['time_us']:9.1f} us, call {row['call_us']:9.1f} us, host {row['host_us']:6.1f} us"
+                   if status == "ok" else f"{status} {note[:150]}"))
+        snap.write(gpu_env.json_line({"repeat": "end", **gpu_env.snapshot()}))
+    viewer.close()
+    path.rename(final)
+    return final
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    ap.add_argument("--sets", nargs="+", default=list(plan.SETS), choices=plan.SETS)
+    ap.add_argument("--out", type=Path, required=True, help="folder for timings.csv, env.json, snapshots.jsonl")
+    ap.add_argument("--workers", type=int, default=max(1, min(12, (os.cpu_count() or 2) - 2)))
+    ap.add_argument("--compile-only", action="store_true",
+                    help="only compile every Triton entry of the sets into Triton's cache; writes compiled.csv")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    cfg = plan.load_config(a.config)
+    if a.compile_only:
+        entries = {e.key: e for e in plan.expand(cfg, a.sets) + plan.profile_entries(cfg)}
+        compile_only(list(entries.values()), a.workers,
+                     a.out / "compiled.csv", log=lambda msg: print(msg, flush=True))
+        return 0
+    env = gpu_env.start(a.out / "env.json", argv=sys.argv, plan=cfg, sets=a.sets)
+    run(cfg, plan.expand(cfg, a.sets), a.out, a.workers,
+        log=lambda msg: print(msg, flush=True))
+    gpu_env.finish(a.out / "env.json", env)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

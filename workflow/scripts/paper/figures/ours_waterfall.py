@@ -1,0 +1,43 @@
+"""The stages at the headline shape, the article's (v0 ... v7, at its tile) and then ours (at their own tiles), as a
+percentage of cuDNN's time in the same run (median over the runs that hold the stage; whiskers: lowest to highest
+run). Dashed: cuDNN (100%) and FlashAttention-2 (torch-flash), median over runs."""
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from pipeline import plotting as c
+from pipeline.selection import ALL_STAGES, BASELINE, STAGES
+
+a = c.start(snakemake)  # noqa: F821 (given by Snakemake's script directive)
+pr = pd.read_csv(a.input.per_run)
+h = pr[pr.headline & pr.paper_row]
+t = h.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+pct = 100 * t.div(t["torch-cudnn"], axis=0)
+stages = [s for s in ALL_STAGES if s in pct]
+fig, ax = plt.subplots(figsize=(8.5, 3.6))
+prev = None
+for i, st in enumerate(stages):
+    runs = pct[st].dropna()
+    now = runs.median()
+    color = "#7f7f7f" if st == BASELINE else ("#1f77b4" if st in STAGES else c.LAST_COLOR)
+    if prev is None:
+        ax.bar(i, now, color=color)
+    else:
+        ax.bar(i, now - prev, bottom=prev, color=color, alpha=1.0 if now < prev else 0.45,
+               edgecolor="#d62728" if now > prev else color)
+        ax.plot([i - 1.4, i + 0.4], [prev, prev], color="black", linewidth=0.5)
+    ax.vlines(i, runs.min(), runs.max(), color="black", linewidth=1)
+    ax.text(i, max(now, prev or 0) + 6, f"{now:.0f}", ha="center", fontsize=7)
+    prev = now
+flash = pct["torch-flash"].median()
+ax.axhline(100, color="black", linestyle="--", linewidth=0.8)
+ax.axhline(flash, color="0.45", linestyle="--", linewidth=0.8)
+ax.text(-0.4 + 1, 100 + 4, "cuDNN (torch-cudnn): 100%", ha="left", fontsize=7)
+ax.text(-0.4 + 1, flash + 4, f"FlashAttention-2 (torch-flash): {flash:.0f}%", ha="left", fontsize=7)
+ax.axvline(len(STAGES) - 0.5, color="0.6", linewidth=0.8)
+ax.text(len(STAGES) / 2 - 0.5, pct[BASELINE].median() * 1.08, "the article's stages", ha="center", fontsize=8)
+ax.text(len(STAGES) + (len(stages) - len(STAGES)) / 2 - 0.5, pct[BASELINE].median() * 1.08,
+        "ours, on Hopper", ha="center", fontsize=8)
+ax.set_xticks(range(len(stages)), stages)
+ax.set_ylabel("time, % of cuDNN's (same run)")
+ax.set_ylim(0, pct[BASELINE].median() * 1.2)
+c.save(fig, a.out)

@@ -1,0 +1,268 @@
+"""Tables of the paper, from the aggregated data, through pandas' Styler.to_latex (booktabs rules):
+
+- stages.tex: each stage, the article's figures beside ours (median over runs, lowest-highest run in brackets);
+- claims.tex: each claim's components, the article's figure, ours, the verdict by the rules of claims.py;
+- environment.tex: the GPU, driver, versions and clocks of every run;
+- crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry, with the host-sleep
+  check;
+- launch_cost.tex: host time per call, event-timed call and kernel time of each stage and PyTorch backend;
+- step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files);
+- ours.tex: the article's last stage and ours beyond it at the headline: the switch, time, percent of cuDNN and of
+  FlashAttention-2, registers and shared memory, and the prediction against the measurement;
+- per_n.tex: our last stage against cuDNN and FlashAttention-2 at each N, float16 and bfloat16;
+- predictions.tex: every prediction written before a stage was measured, beside the measurement.
+
+Each table reads only the aggregated CSV files its rule names (workflow/rules/paper.smk) and formats them
+(pipeline.latex); nothing is computed here that a figure or the text would need again.
+"""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.stages import STAGES as REGISTRY, previous_stage
+
+from pipeline.latex import escape as tex_escape, fixed as fmt, signed, span as _range, write_table as latex
+from pipeline.selection import ARTICLE_TILE, HEADLINE
+
+
+def stages_table(stage_table: Path, out: Path) -> None:
+    s = pd.read_csv(stage_table)
+    df = pd.DataFrame({
+        "stage": s.stage,
+        r"article $\mu$s": s.article_us.map(fmt),
+        r"ours $\mu$s [runs]": [f"{fmt(m, 1)} [{fmt(lo, 1)}--{fmt(hi, 1)}]"
+                                for m, lo, hi in zip(s.ours_us, s.ours_lo, s.ours_hi)],
+        r"article \% torch": s.article_pct.map(fmt),
+        r"\% flash": s.pct_flash.map(fmt),
+        r"\% default": s.pct_default.map(fmt),
+        "regs art./ours": [f"{fmt(a)}/{fmt(o)}" for a, o in zip(s.article_regs, s.ours_regs)],
+        "smem KB art./ours": [f"{fmt(a, 1)}/{fmt(o, 1)}" for a, o in zip(s.article_smem_kb, s.ours_smem_kb)],
+        r"L2 hit \%": s.ours_l2_hit.map(lambda x: fmt(x, 1)),
+        "inst. M": s.ours_inst_m.map(lambda x: fmt(x, 1)),
+    })
+    latex(df, out, "l" + "r" * (len(df.columns) - 1))
+
+
+def ours_table(ours_stages: Path, predictions: Path, build: Path, out: Path) -> None:
+    o = pd.read_csv(ours_stages)
+    pred = pd.read_csv(predictions)
+    build = pd.read_csv(build)
+    build = build[(build.arch == 90) & (build.metric == "registers")]
+
+    def regs(st):
+        t = REGISTRY[st].tile
+        r = build[(build.variant == st) & (build.block_m == t.block_m) & (build.block_n == t.block_n)
+                  & (build.num_warps == t.num_warps) & (build.num_stages == t.num_stages)].value
+        return float(r.iloc[0]) if len(r) else float("nan")
+    rows = []
+    for st, g in o.groupby("stage", sort=False):
+        prev = previous_stage(st)                   # the rows start at the article's last stage: each has one
+        added = sorted(REGISTRY[st].switches - REGISTRY[prev].switches)
+        p = pred[(pred.stage == st) & (pred.quantity == "time") & (pred.N == HEADLINE["N"])
+                 & (pred.compared_to == prev)]
+        rows.append({
+            "stage": st, "switch": tex_escape(", ".join(added)),
+            r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max()),
+            r"\% cuDNN": fmt(g.pct_cudnn.median()), r"\% FA2": fmt(g.pct_flash.median()),
+            "regs": fmt(regs(st)),
+            r"predicted \%": (f"{p.low_pct.iloc[0]:+g}..{p.high_pct.iloc[0]:+g}" if len(p) else "--"),
+            r"measured \%": (signed(p.measured_pct.iloc[0]) if len(p) else "--"),
+            "verdict": p.verdict.iloc[0] if len(p) else "--",
+            "runs": str(g.run.nunique()),
+        })
+    latex(pd.DataFrame(rows), out, "llrrrrrrlr")
+
+
+def per_n_table(per_n: Path, best_per_n: Path, out: Path) -> None:
+    p = pd.read_csv(per_n)
+    best = pd.read_csv(best_per_n).set_index(["dtype", "N"])
+    lead = str(p[p.leader].variant.iloc[0])                        # our fastest stage across the lengths
+    rows = []
+    for (dtype, N), g in p.groupby(["dtype", "N"]):
+        last = g[g.variant == lead]
+        if last.empty:
+            continue
+        same = g[g.run.isin(last.run)]
+        med = lambda v, col: same[same.variant == v][col].median()  # noqa: E731
+        x = last.x_cudnn
+        flash = last.set_index("run").time_us / same[same.variant == "torch-flash"].set_index("run").time_us
+        rows.append({
+            "dtype": dtype.replace("float", "fp").replace("bfp", "bf"), "N": str(N),
+            rf"{lead} $\mu$s": fmt(last.time_us.median(), 1),
+            r"cuDNN $\mu$s": fmt(med("torch-cudnn", "time_us"), 1),
+            r"FA2 $\mu$s": fmt(med("torch-flash", "time_us"), 1),
+            r"$\times$ cuDNN [runs]": _range(x.median(), x.min(), x.max(), 2),
+            r"$\times$ FA2": fmt(flash.median(), 2),
+            "TFLOP/s": fmt(last.tflops.median()), r"\% roof": fmt(last.pct_roof.median()),
+            r"cuDNN \% roof": fmt(med("torch-cudnn", "pct_roof")),
+            "runs": str(last.run.nunique()),
+            "best of ours": (f"{best.loc[(dtype, N), 'best']} ({fmt(best.loc[(dtype, N), 'x_cudnn'], 2)})"
+                             if (dtype, N) in best.index else "--"),
+            r"twin \%": fmt(best.loc[(dtype, N), "twin_pct"], 1) if (dtype, N) in best.index else "--",
+        })
+    latex(pd.DataFrame(rows), out, "lrrrrrrrrrrlr")
+
+
+def predictions_table(predictions: Path, out: Path) -> None:
+    p = pd.read_csv(predictions)
+    q = {"time": "time", "time_ratio": "time / cuDNN's", "smsp__inst_executed.sum": "instructions"}
+    df = pd.DataFrame({
+        "stage": p.stage, "against": p.compared_to.map(lambda v: "cuDNN" if v == "torch-cudnn" else v),
+        "quantity": p.quantity.map(lambda v: q.get(v, tex_escape(v))), "N": p.N.astype(str),
+        r"predicted \%": [f"{lo:+g}..{hi:+g}" for lo, hi in zip(p.low_pct, p.high_pct)],
+        r"measured \% [runs]": [_range(m, lo, hi) if r else "--" for m, lo, hi, r in
+                                 zip(p.measured_pct, p.lo_pct, p.hi_pct, p.runs)],
+        "runs": p.runs.astype(str), "verdict": p.verdict,
+    })
+    latex(df, out, "lllrrrrl")
+
+
+def claims_table(claims: Path, out: Path) -> None:
+    """Each component: the article's figure (the basis marked: * printed, as it gives no absolute figures at both
+    ends; + its estimate), ours (median over runs, with the range over runs), the verdicts."""
+    c = pd.read_csv(claims)
+    first = ~c.claim.duplicated()
+    headline_n = c.N.mode().iloc[0]
+    mark = {"recomputed": "", "printed": "*", "estimate": "+", "none": ""}
+    df = pd.DataFrame({
+        "claim": c.claim.where(first, ""),
+        "component": [tex_escape(comp) + ("" if n == headline_n else f", $N={n}$")
+                      for comp, n in zip(c.component, c.N)],
+        "article": [fmt(a, 1) + mark[b] for a, b in zip(c.article, c.article_basis)],
+        "ours [range]": [fmt(o, 1) + (f" [{fmt(r, 1)}]" if r and r > 0.05 else "") for o, r in zip(c.ours, c.noise)],
+        "unit": c.unit.map(tex_escape),
+        "runs": c.runs.astype(int).astype(str).where(c.rule != "static", "--"),
+        "component verdict": c.verdict,
+        "claim verdict": c.claim_verdict.where(first, ""),
+    })
+    latex(df, out, "llrrlrll")
+
+
+def slips_table(slips: Path, out: Path) -> None:
+    """The article's printed percentages that its own absolute figures do not give."""
+    sl = pd.read_csv(slips).drop_duplicates(["claim", "component", "article_printed"])
+    df = pd.DataFrame({
+        "claim": sl.claim,
+        "figure": sl.component.map(tex_escape),
+        "printed": sl.article_printed.map(lambda x: f"{x:g}"),
+        "from its own figures": sl.article.map(lambda x: fmt(x, 2)),
+        "unit": sl.unit.map(tex_escape),
+    })
+    latex(df, out, "llrrl")
+
+
+def entry_label(variant: str, block_m, block_n, num_warps, num_stages) -> str:
+    """A profiled entry as the tables name it: the variant, and its tile where it is not the article's."""
+    if pd.isna(block_m):
+        return tex_escape(variant)
+    tile = f"{int(block_m)}$\\times${int(block_n)}, {int(num_warps)}w, {int(num_stages)}s"
+    ours = dict(block_m=int(block_m), block_n=int(block_n), num_warps=int(num_warps), num_stages=int(num_stages))
+    return tex_escape(variant) + ("" if ours == ARTICLE_TILE else f" ({tile})")
+
+
+def crosscheck_table(crosscheck: Path, timer_check: Path, out: Path) -> None:
+    cc = pd.read_csv(crosscheck)
+    cc = cc[cc.timed]
+    tc = pd.read_csv(timer_check)
+    longest = tc.sleep_us.max()
+    slept = tc[tc.sleep_us == longest].groupby("key")[["kernel_change_pct", "event_change_pct"]]
+    slept = slept.agg(lambda x: x.loc[x.abs().idxmax()])
+    rows = []
+    for key, g in cc.groupby("key", sort=False):
+        r = g.iloc[0]
+        rows.append({
+            "entry": entry_label(r.variant, r.block_m, r.block_n, r.num_warps, r.num_stages),
+            r"timer $\mu$s": fmt(g.timer_us.median(), 1),
+            r"Nsight $\mu$s": fmt(g.ncu_us.median(), 1),
+            r"differences \%": ", ".join(signed(d) for d in g.diff_pct),
+            rf"kernel, {longest:g}\,$\mu$s sleep": signed(slept.loc[key, "kernel_change_pct"]) + r"\%",
+            rf"events, {longest:g}\,$\mu$s sleep": signed(slept.loc[key, "event_change_pct"], 0) + r"\%",
+        })
+    latex(pd.DataFrame(rows), out, "lrrlrr")
+
+
+def launch_cost_table(launch_cost: Path, out: Path) -> None:
+    """Host time per call, the best of each run's repeats (headed by the run and its commit) and the median of all
+    repeats; then the event-timed call and the kernel time (median over runs)."""
+    lc = pd.read_csv(launch_cost)
+    runs = lc.drop_duplicates("run")[["run", "commit"]]
+    order = list(dict.fromkeys(lc.entry))
+    best = lc.pivot(index="entry", columns="run", values="host_min_us").loc[order]
+    med = lc.groupby("entry")[["host_us", "call_us", "time_us"]].median().loc[order]
+    df = pd.DataFrame({"entry": [tex_escape(e) for e in order]})
+    for r in runs.itertuples():
+        df[rf"host best, {tex_escape(r.run)} ({r.commit[:7]})"] = [fmt(x, 1) for x in best[r.run]]
+    df[r"host median"] = [fmt(x, 1) for x in med.host_us]
+    df[r"call (events)"] = [fmt(x, 1) for x in med.call_us]
+    df[r"kernel"] = [fmt(x, 1) for x in med.time_us]
+    df[r"call $-$ kernel"] = [fmt(x, 1) for x in med.call_us - med.time_us]
+    latex(df, out, "l" + "r" * (len(df.columns) - 1))
+
+
+def step_times_table(step_times: Path, out: Path) -> None:
+    """Each step: its jobs, its time (a run's steps: the run's total for the step, median over runs with the lowest
+    and highest run; this build's CPU steps: their total), the peak memory of one job, and where the times come
+    from (benchmark files, or the Snakemake log of a run sealed before them)."""
+    st = pd.read_csv(step_times, keep_default_na=False, na_values=[""])
+    rows = []
+    for tier in ("run", "build"):
+        t = st[st.tier == tier]
+        for rule in t.sort_values("order", kind="stable").rule.unique():
+            g = t[t.rule == rule]
+            if tier == "run":
+                per_run = g.groupby("run").seconds.sum()
+                jobs = fmt(g.groupby("run").size().median())
+                where = "GPU" if g.gpu.iloc[0] else "CPU"
+                seconds = f"{fmt(per_run.median())} [{fmt(per_run.min())}--{fmt(per_run.max())}]"
+                sources = g.drop_duplicates("run").source.value_counts()
+                source = ", ".join(f"{s} ({n} run{'s' if n > 1 else ''})" for s, n in sources.items())
+            else:
+                jobs, where, seconds = str(len(g)), "CPU, this build", fmt(g.seconds.sum())
+                source = ", ".join(sorted(set(g.source)))
+            rows.append({"step": tex_escape(rule), "where": where, "jobs": jobs, "seconds [runs]": seconds,
+                         "peak MiB": fmt(g.max_rss_mb.max()), "from": source})
+    latex(pd.DataFrame(rows), out, "llrrrl")
+
+
+def _smi(value: str) -> str:
+    """nvidia-smi's reading, short: 'n/a' where it could not be read, throttle masks without leading zeros."""
+    if not value or value.startswith("unavailable"):
+        return "n/a"
+    return hex(int(value, 16)) if value.startswith("0x") else value
+
+
+def environment_table(environment: Path, out: Path) -> None:
+    e = pd.read_csv(environment, dtype=str, keep_default_na=False)
+    rows = [dict(run=r.run, step=r.step, gpu=r.gpu, uuid=(r.uuid or "not recorded")[:12], driver=r.driver,
+                 cuda=r.cuda, torch=r.torch, triton=r.triton, cudnn=r.cudnn, ncu=r.ncu,
+                 commit=(r.commit or "not recorded")[:8],
+                 sm_clock=f"{_smi(r.sm_clock_start)} / {_smi(r.sm_clock_end)}",
+                 throttle=f"{_smi(r.throttle_start)} / {_smi(r.throttle_end)}") for r in e.itertuples()]
+    df = pd.DataFrame(rows)
+    df = df.groupby(["run", "gpu", "uuid", "driver", "cuda", "torch", "triton", "cudnn", "ncu", "commit"],
+                    as_index=False).agg(steps=("step", "count"), sm_clock=("sm_clock", "first"),
+                                        throttle=("throttle", "first"))
+    df = df.map(lambda x: tex_escape(x) if isinstance(x, str) else x)
+    df.columns = ["run", "GPU", "UUID", "driver", "CUDA", "torch", "triton", "cuDNN", "Nsight", "commit", "steps",
+                  "SM clock start/end", "throttle reasons start/end"]
+    latex(df, out, "llllllllllrll")
+
+
+def main(input, output) -> None:
+    stages_table(input.stage_table, output.stages)
+    claims_table(input.claims, output.claims)
+    slips_table(input.slips, output.slips)
+    environment_table(input.environment, output.environment)
+    crosscheck_table(input.crosscheck, input.timer_check, output.crosscheck)
+    launch_cost_table(input.launch_cost, output.launch_cost)
+    step_times_table(input.step_times, output.step_times)
+    ours_table(input.ours_stages, input.predictions, input.build, output.ours)
+    per_n_table(input.per_n, input.best_per_n, output.per_n)
+    predictions_table(input.predictions, output.predictions)
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    main(snakemake.input, snakemake.output)  # noqa: F821

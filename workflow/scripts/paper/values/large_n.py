@@ -1,0 +1,52 @@
+"""The paper's numbers from the long-sequence Nsight profile (results/aggregate/large_n_table.csv): each metric for each
+variant and N (\\val{ln}{<variant>@<N>}{<short>}, median over runs; DRAM in GB), each of our stages against the one
+before it (\\val{ln_delta}{<stage>@<N>}{<short>}, percent) and its instructions against cuDNN's
+(\\val{ln_vs_cudnn}{<stage>@<N>}{Instr}), and the runs that profiled the large N (results/aggregate/large_n.csv)."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.stages import previous_stage
+
+from pipeline.latex import Values, fixed, listing
+from pipeline.selection import OUR_STAGES
+
+
+# The metrics the text quotes: absolute (ln), against the stage before (ln_delta), against cuDNN (ln_vs_cudnn).
+QUOTED = {"ln": ("Tensor", "Issue", "Warps", "Exp", "Lhit", "Dram", "Regs", "StallWait", "StallBarrier"),
+          "ln_delta": ("Fma", "Instr", "Time", "Warps", "Dram", "StallShort", "StallLong", "StallBarrier"),
+          "ln_vs_cudnn": ("Instr",)}
+
+
+def values(large_n_table: Path, large_n: Path) -> Values:
+    v = Values("large_n")
+    t = pd.read_csv(large_n_table)
+    for r in t[t.short.isin(QUOTED["ln"])].itertuples():
+        x = r.value / 1e9 if r.short == "Dram" else r.value
+        digits = 2 if r.short.startswith("Stall") or r.short == "Dram" else 0
+        v.put("ln", f"{r.variant.replace('torch-', '')}@{r.N}", r.short, fixed(x, digits))
+    wide = t.pivot_table(index=["N", "short"], columns="variant", values="value")
+    for st in OUR_STAGES:
+        prev = previous_stage(st)
+        if st in wide and prev in wide:
+            for (n, short), r in wide[[prev, st]].dropna().iterrows():
+                if short in QUOTED["ln_delta"]:
+                    v.put("ln_delta", f"{st}@{n}", short, f"{100 * (r[st] / r[prev] - 1):+.0f}")
+    if "torch-cudnn" in wide:
+        for st in [s for s in OUR_STAGES if s in wide]:
+            for (n, short), r in wide[[st, "torch-cudnn"]].dropna().iterrows():
+                if short in QUOTED["ln_vs_cudnn"]:
+                    v.put("ln_vs_cudnn", f"{st}@{n}", short, f"{100 * (r[st] / r['torch-cudnn'] - 1):+.0f}")
+    ours = t[t.variant.isin(OUR_STAGES) & (t.short == "Tensor")]
+    if not ours.empty:
+        v.macro("LnOursTensorMax", fixed(ours.value.max()))
+        v.macro("LnOursTensorMaxStage", ours.loc[ours.value.idxmax(), "variant"])
+    v.macro("LnRuns", listing(sorted(set(pd.read_csv(large_n, usecols=["run"]).run))))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821

@@ -1,0 +1,142 @@
+"""The paper's numbers on our stages beyond the article: each at the headline against cuDNN and FlashAttention-2
+(\\val{ours}{<stage>}{...}), the leading stage across lengths and at each N and dtype (\\val{lead}{<dtype>}{...},
+\\val{best}{<dtype>}{...}), the Qwen3 layouts (\\val{qwen}{<N>}{range}), the predictions' verdicts
+(\\val{pred}{<stage>@<against>@<quantity>@<N>[@<dtype>]}{measured}), the leave-one-out of our last measured stage
+(\\val{abl_last}{<switch>}{...}), the tuned tiles, and the build's and Nsight's evidence the text quotes.
+
+Our last stage is the last one measured (per_run.csv's role `last`), so that a stage registered and not yet
+measured changes nothing here."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, previous_stage, stage_adding
+
+from pipeline.latex import Values, count_word, fixed, listing, signed
+from pipeline.selection import OUR_STAGES, resolve_variant, switches_label, variant_name
+
+QUANTITY_WORDS = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
+QUANTITY_KEYS = {"time": "time", "time_ratio": "ratio", "smsp__inst_executed.sum": "instr"}
+
+
+def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_run: Path, predictions: Path,
+           tuned_tiles: Path, build: Path, ncu: Path) -> Values:
+    v = Values("ours")
+    pr = pd.read_csv(per_run)
+    LAST = str(pr[pr["last"]].variant.iloc[0])          # our last measured stage
+    v.macro("OursLast", LAST)
+    v.macro("OursFirst", OUR_STAGES[0])
+    for st, g in pd.read_csv(ours_stages).groupby("stage"):
+        v.put("ours", st, "us", fixed(g.time_us.median(), 1))
+        v.put("ours", st, "pct_cudnn", fixed(g.pct_cudnn.median()))
+        v.put("ours", st, "pct_flash", fixed(g.pct_flash.median()))
+    p = pd.read_csv(per_n)
+    lead_table = pd.read_csv(leader)
+    LEAD = str(lead_table[lead_table.leader].stage.iloc[0])   # our fastest stage across the lengths
+    v.macro("OursLead", LEAD)
+    measured = [s for s in OUR_STAGES if s in set(p.variant) | set(pr[pr.our_stage].variant)]
+    after = measured[measured.index(LEAD) + 1:]
+    v.macro("OursAfterLeadCount", count_word(len(after)))
+    v.macro("OursAfterLeadFirst", after[0] if after else "--")
+    v.macro("OursAfterLeadLast", after[-1] if after else "--")
+    v.macro("LeadGeomeanX", fixed(lead_table.geomean_x_cudnn.iloc[0], 2))
+    v.macro("LastGeomeanX", fixed(lead_table.set_index("stage").geomean_x_cudnn[LAST], 2))
+    lead = p[p.variant == LEAD]
+    best = pd.read_csv(best_per_n)
+    floor = best.twin_pct.max()            # how far two timings of the same cuDNN kernel differ within a run, at most
+    v.macro("TwinFloorPct", fixed(floor, 1))
+    x = lead.groupby(["dtype", "N"]).x_cudnn.median()
+    for dt in ("float16", "bfloat16"):
+        xd = x.loc[dt]
+        v.put("lead", dt, "faster", listing([str(n) for n, r in xd.items() if r < 1 - floor / 100]))
+        v.put("lead", dt, "level", listing([str(n) for n, r in xd.items() if abs(r - 1) <= floor / 100]))
+        v.put("lead", dt, "behind", listing([str(n) for n, r in xd.items() if r > 1 + floor / 100]))
+        v.put("lead", dt, "best_x", fixed(xd.min(), 2))
+        v.put("lead", dt, "worst_x", fixed(xd.max(), 2))
+        v.put("lead", dt, "worst_n", int(xd.idxmax()))
+        bd = best[best.dtype == dt].set_index("N")
+        v.put("best", dt, "not_lead", listing([f"{r.best} at $N={n}$ ({fixed(r.x_cudnn, 2)}$\\times$)"
+                                               for n, r in bd.iterrows() if r.best != LEAD]))
+    big = lead[(lead.dtype == "float16") & (lead.N == lead.N.max())]
+    cud = p[(p.variant == "torch-cudnn") & (p.dtype == "float16") & (p.N == lead.N.max()) & p.run.isin(big.run)]
+    v.macro("LeadMaxN", int(lead.N.max()))
+    v.macro("LeadMaxNTflops", fixed(big.tflops.median()))
+    v.macro("LeadMaxNPctRoof", fixed(big.pct_roof.median()))
+    v.macro("CudnnMaxNTflops", fixed(cud.tflops.median()))
+    v.macro("CudnnMaxNPctRoof", fixed(cud.pct_roof.median()))
+    v.macro("LeadRuns", lead.run.nunique())
+    spread = p[p.variant.isin(OUR_STAGES) & (p.N == p.N.max())].groupby(["variant", "dtype"]).x_cudnn
+    v.macro("MaxNSpreadPct", fixed(100 * (spread.max() / spread.min() - 1).dropna().max()))
+    qw = pr[pr.set.fillna("").str.contains("qwen3") & (pr.dtype == "float16")]
+    qw = qw[(qw.variant == LEAD) & qw.own_tile | (qw.variant == "torch-cudnn")]
+    qt = qw.pivot_table(index=["run", "N", "H"], columns="variant", values="time_us", aggfunc="median").dropna()
+    qpct = (100 * qt[LEAD] / qt["torch-cudnn"]).groupby(["N", "H"]).median()
+    for n, g in qpct.groupby(level="N"):
+        v.put("qwen", n, "range", f"{fixed(g.min())}--{fixed(g.max())}")
+    v.macro("QwenNs", listing([str(n) for n in sorted(qpct.index.get_level_values("N").unique())]))
+    pred = pd.read_csv(predictions)
+    judged = pred[pred.verdict != "not measured"]
+    v.macro("PredTotal", len(pred))
+    v.macro("PredHolds", int((judged.verdict == "holds").sum()))
+    v.macro("PredBetter", int((judged.verdict == "better").sum()))
+    v.macro("PredWorse", int((judged.verdict == "worse").sum()))
+    versus = {"torch-cudnn": ""}   # a ratio to cuDNN says what it is compared to; a change names the stage it is from
+    v.macro("PredWorseList", listing([f"{r.stage}'s {QUANTITY_WORDS.get(r.quantity, r.quantity)}"
+                                      f"{versus.get(r.compared_to, f' against {r.compared_to}')} at $N={r.N}$ "
+                                      f"({r.measured_pct:+.1f}\\% for {r.low_pct:+g}..{r.high_pct:+g})"
+                                      for r in judged.itertuples() if r.verdict == "worse"]))
+    for r in judged.itertuples():
+        against = "cudnn" if r.compared_to == "torch-cudnn" else r.compared_to
+        row = "@".join([r.stage, against, QUANTITY_KEYS.get(r.quantity, "instr"), str(r.N)]
+                       + ([r.dtype] if r.dtype != "float16" else []))
+        v.put("pred", row, "measured", f"{r.measured_pct:+.0f}")
+    h = pr[pr.headline & (pr.impl == "triton")]
+    t = h.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+    for sw in [s for s in ALL_SWITCHES if s in REGISTRY[LAST].switches]:
+        name = variant_name(resolve_variant(f"{LAST}-{sw}"))
+        if name in t:
+            both = t[[LAST, name]].dropna()
+            v.put("abl_last", sw, "without_pct", f"{(100 * (both[name] / both[LAST] - 1)).median():+.0f}")
+    for ext in ("overlap_qk", "prescale_q"):
+        name = f"{LAST}+{ext}"
+        if name in t:
+            both = t[[LAST, name]].dropna()
+            v.put("abl_last", ext, "with_pct", f"{(100 * (both[name] / both[LAST] - 1)).median():+.0f}")
+    # The step to heads_inner split in two, by switch sets (the variant names of older runs' ablation rows depend on
+    # which stage was last then): the grid order off alone, and the longest-first order on top of it.
+    hi = stage_adding("heads_inner")
+    by_sw = h[h.own_tile].pivot_table(index="run", columns="switches", values="time_us", aggfunc="median")
+    nohf = switches_label(REGISTRY[hi].switches - {"heavy_first"})
+    prev, full = switches_label(REGISTRY[previous_stage(hi)].switches), switches_label(REGISTRY[hi].switches)
+    both = by_sw[[nohf, prev, full]].dropna()
+    v.macro("GridOffAlonePct", signed((100 * (both[nohf] / both[prev] - 1)).median()))
+    v.macro("HeavyOnTopPct", signed((100 * (both[full] / both[nohf] - 1)).median()))
+    v.macro("GridOffRuns", len(both))
+    tt = pd.read_csv(tuned_tiles)
+    v.macro("TunedRun", tt.run.iloc[0])
+    v.macro("TunedVariant", tt.variant.iloc[0])
+    v.macro("TunedTilesTried", int(tt.tiles_tried.max()))
+    tiles = tt.assign(tile=lambda d: [f"{r.block_m}$\\times${r.block_n} ({r.num_warps} warps, {r.num_stages} stages)"
+                                      for r in d.itertuples()])
+    v.macro("TunedTilesText", "; ".join(f"{tile} at $N=$ {listing([str(n) for n in sorted(g.N)])}"
+                                        for tile, g in tiles.groupby("tile", sort=False)))
+    tuned = pred[(pred.switch == "tuned_tiles") & (pred.quantity == "time")]
+    v.macro("TunedChanges", listing([f"{signed(r.measured_pct)}\\% at $N={r.N}$" for r in tuned.itertuples()]))
+    b = pd.read_csv(build)
+    b = b[(b.arch == 90) & (b.metric == "sass_instructions")]
+    hd = stage_adding("host_descriptors")
+    sass = {s: float(b[(b.variant == s) & (b.block_m == REGISTRY[s].tile.block_m)
+                       & (b.block_n == REGISTRY[s].tile.block_n)].value.iloc[0]) for s in (hd, previous_stage(hd))}
+    v.macro("HostDescSassPct", fixed(100 * (sass[hd] / sass[previous_stage(hd)] - 1)))
+    n = pd.read_csv(ncu, usecols=["variant", "metric", "instance", "value"], low_memory=False)
+    n = n[n.instance.isna()].groupby(["variant", "metric"]).value.median()
+    v.macro("NcuCudnnBlockThreads", fixed(n[("torch-cudnn", "launch__block_size")]))
+    v.macro("NcuCudnnGrid", fixed(n[("torch-cudnn", "launch__grid_size")]))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821

@@ -1,0 +1,41 @@
+"""The paper's numbers on the article's stages at the headline (\\val{stage}{<stage>}{...}), the PyTorch backends'
+times (\\val{torch}{<backend>}{us}), the run-to-run variation and the runs themselves."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.stages import BASELINE
+
+from pipeline.latex import Values, fixed
+from pipeline.selection import TORCH
+
+
+def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path) -> Values:
+    v = Values("stages")
+    for r in pd.read_csv(stage_table).itertuples():
+        v.put("stage", r.stage, "us", fixed(r.ours_us, 1))
+        v.put("stage", r.stage, "article_us", fixed(r.article_us))
+        v.put("stage", r.stage, "pct_flash", fixed(r.pct_flash))
+        v.put("stage", r.stage, "pct_default", fixed(r.pct_default))
+        v.put("stage", r.stage, "article_pct", fixed(r.article_pct, 1))
+        v.put("stage", r.stage, "regs", fixed(r.ours_regs))
+        v.put("stage", r.stage, "smem_kb", fixed(r.ours_smem_kb, 1))
+    # The backends' times beside the first stage's, median over the runs that hold it.
+    med = pd.read_csv(headline_median).set_index("stage").loc[BASELINE]
+    for impl in TORCH:
+        v.put("torch", impl, "us", fixed(med[impl], 1))
+    var = pd.read_csv(variation)
+    v.macro("MaxTimeVariation", fixed(var.time_us_run_to_run_pct.max(), 1))
+    v.macro("MaxRatioVariation", fixed(var[["pct_of_torch-flash_run_to_run_pct",
+                                             "pct_of_torch-default_run_to_run_pct"]].max().max(), 1))
+    r = pd.read_csv(runs, keep_default_na=False)
+    v.macro("NumRuns", len(r))
+    v.macro("NumGPUsRecorded", len({u for uuids in r.gpu_uuids for u in uuids.split()}))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821

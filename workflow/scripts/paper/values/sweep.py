@@ -1,0 +1,38 @@
+"""The paper's numbers on bfloat16 at the headline (\\val{bf16}{<variant>}{us}), throughput at the longest sequence of
+the sweep (\\val{sweep}{<variant>}{tflops}) and the GPU's measured ceilings."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.shapes import attention_flops
+
+from pipeline.latex import Values, fixed
+from pipeline.selection import BASELINE, CAUSAL_SKIP_STAGE, FINAL, HEADLINE, where
+
+
+def values(per_run: Path, ceilings: Path) -> Values:
+    v = Values("sweep")
+    pr = pd.read_csv(per_run)
+    pr = pr[pr.impl.ne("triton") | pr.article_tile]        # the article's stages at its tile, and the backends
+    bf = pr[where(pr, **{**HEADLINE, "dtype": "bfloat16"})].groupby("variant").time_us.median()
+    for variant in (BASELINE, FINAL, "torch-flash", "torch-default"):
+        v.put("bf16", variant, "us", fixed(bf[variant], 1))
+    layout = {k: x for k, x in HEADLINE.items() if k != "N"}
+    sw = pr[pr.set.fillna("").str.contains("n_sweep") & where(pr, **layout)]
+    sw = sw[sw.N == sw.N.max()]
+    tf = (attention_flops(sw.B, sw.H, sw.N, sw.D, sw.causal) / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant)
+    tf = tf.median()
+    v.macro("SweepMaxN", int(sw.N.max()))
+    for variant in (BASELINE, CAUSAL_SKIP_STAGE, FINAL, "torch-flash", "torch-default"):
+        v.put("sweep", variant, "tflops", fixed(tf[variant]))
+    ceil = pd.read_csv(ceilings)
+    v.macro("PeakFpSixteen", fixed(ceil[(ceil.quantity == "matmul_tflops") & (ceil.dtype == "float16")].value.median()))
+    v.macro("CopyBandwidth", fixed(ceil[ceil.quantity == "copy_gbps"].value.median() / 1000, 2))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
