@@ -1,7 +1,6 @@
 """Checks on what `attention` is given. Every check raises an exception that names the problem and the fix."""
 from __future__ import annotations
 
-import os
 
 import torch
 

@@ -5,8 +5,6 @@ write fails. Sequence lengths include 1 and lengths that are not tile multiples.
 """
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from kernels import STAGES, add_one_in, attention, leave_one_out, plan_launch, reference_attention
 from kernels.stages import extended

@@ -5,10 +5,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from steps import step
 
-import aggregate  # noqa: E402
-import bench  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+aggregate = step("aggregate/aggregate")
+bench = step("measure/bench")
 
 KEY_V7 = "triton|v7|2,16,8,1024,128|float16|causal|32x32w4s3"
 KEY_CUDNN = "torch-default|torch-default|2,16,8,1024,128|float16|causal|-"

@@ -1,12 +1,12 @@
 """The kernel timer's arithmetic, on a fake GPU clock: host time cannot enter a kernel time, samples are cut at the
 flushes, and a trace that is not what was asked for is refused. (On the GPU the same code reads CUPTI's
-timestamps; bench.py records `host_sleep_check` rows that show the same property on the H200.)"""
+timestamps; the timer-check step records rows that show the same property on the H200.)"""
 
 import pytest
 
 
-import kernel_timer as kt  # noqa: E402
-from kernel_timer import KernelRecord, TimerError  # noqa: E402
+import pipeline.kernel_timer as kt
+from pipeline.kernel_timer import KernelRecord, TimerError
 
 
 class FakeGPU:

@@ -6,21 +6,25 @@ from pathlib import Path
 
 import pytest
 
+from steps import step
+
+from kernels.shapes import HEADLINE
+from kernels.stages import ARTICLE_STAGES, STAGES
+from kernels.theory import traffic
+
+from pipeline import nsight as ncu_tidy
+from pipeline import plan as bench_plan
+from pipeline import seal as checksums
+
 ROOT = Path(__file__).resolve().parents[1]
-
-import aggregate  # noqa: E402
-import bench  # noqa: E402
-import bench_plan  # noqa: E402
-import checksums  # noqa: E402
-import ncu_tidy  # noqa: E402
-
-from kernels import STAGES  # noqa: E402,F401
-from kernels.stages import ARTICLE_STAGES  # noqa: E402
-from kernels.shapes import HEADLINE  # noqa: E402
-from kernels.theory import traffic  # noqa: E402
+aggregate = step("aggregate/aggregate")
+bench = step("measure/bench")
+verify = step("verify/verify")
 
 CFG = bench_plan.load_config(ROOT / "config" / "config.yaml")
 DATA = ROOT / "data" / "nvidia-h200"
+ARTICLE = ["--article-timings", str(ROOT / "data" / "article" / "timings.csv"),
+           "--article-ncu", str(ROOT / "data" / "article" / "ncu.csv")]
 
 
 def test_plan_covers_the_sets():
@@ -183,10 +187,10 @@ def test_committed_runs_aggregate(tmp_path):
     import pandas as pd
     import yaml
     waivers = yaml.safe_load((ROOT / "config" / "config.yaml").read_text()).get("crosscheck_waivers", [])
-    aggregate.main(["--runs", *map(str, sorted(DATA.glob("run-*"))), "--article", str(ROOT / "data" / "article"),
+    aggregate.main(["--runs", *map(str, sorted(DATA.glob("run-*"))), *ARTICLE,
                     "--crosscheck-waivers", json.dumps(waivers), "--out", str(out)])
     head = pd.read_csv(out / "headline.csv")
-    runs = sorted(set(head.run) - {"median of runs"})
+    runs = sorted(set(head.run))
     assert len(runs) >= 2
     assert set(head.stage) == set(ARTICLE_STAGES)              # the article's stages at its tile, in every run
     assert (head["pct_of_torch-default"] > 100).all() and (head.repeats >= 3).all()   # 3: run-15-x2's lite plan
@@ -196,7 +200,7 @@ def test_committed_runs_aggregate(tmp_path):
     assert (cross.within | waived).all() and set(cross.run) == set(runs)
     assert sorted(zip(cross[waived].run, cross[waived].variant)) == sorted((w["run"], w["variant"]) for w in waivers)
     with pytest.raises(aggregate.CrossCheckError, match="differ by more than 5%"):   # without the waivers: fails
-        aggregate.main(["--runs", *map(str, sorted(DATA.glob("run-*"))), "--article", str(ROOT / "data" / "article"),
+        aggregate.main(["--runs", *map(str, sorted(DATA.glob("run-*"))), *ARTICLE,
                         "--out", str(tmp_path / "agg2")])
 
 
@@ -213,7 +217,7 @@ def test_history_runs_are_sealed_and_refused_by_the_aggregate(tmp_path):
     assert len(runs) == 5
     aggregate.verified(runs)                                      # every checksum still holds
     with pytest.raises(ValueError, match=r"not made by the kernel timer .*history"):
-        aggregate.main(["--runs", str(runs[2]), "--article", str(ROOT / "data" / "article"),
+        aggregate.main(["--runs", str(runs[2]), *ARTICLE,
                         "--out", str(tmp_path / "agg")])
 
 
@@ -244,7 +248,6 @@ def test_article_figures_name_metrics_we_measure():
 def test_a_wrong_case_stays_wrong_until_measured_again(tmp_path, monkeypatch):
     """verify: a run that found a WRONG case exits 1; a re-run measures that case again (and only it) and exits 0
     only when it passes; the final file has one row per case, its latest."""
-    import verify
     outcome = {"status": "WRONG"}
     calls = []
 
@@ -297,7 +300,6 @@ def test_bench_resumes_to_a_well_formed_csv_from_any_write_point(tmp_path, fake_
 
 @pytest.mark.parametrize("kill_after", ["nothing", "header"])
 def test_verify_resumes_from_an_empty_or_header_only_file(tmp_path, monkeypatch, kill_after):
-    import verify
     monkeypatch.setattr(verify, "run_case", lambda case, device="cuda": {"case": case.key, "variant": case.variant,
                                                                        "status": "ok", "rel_error": 1e-4})
     partial = tmp_path / "correctness.partial.csv"
@@ -309,7 +311,6 @@ def test_verify_resumes_from_an_empty_or_header_only_file(tmp_path, monkeypatch,
 
 
 def test_the_gpu_grid_holds_every_group_size_odd_lengths_and_strided_inputs():
-    import verify
     from kernels.shapes import Shape
     from kernels.stages import STAGES, Tile
     grid = verify.cases()

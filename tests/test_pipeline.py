@@ -11,14 +11,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from steps import step
 
-import checksums  # noqa: E402
-import claims  # noqa: E402
-import macros  # noqa: E402
-import selection  # noqa: E402
-import step_times  # noqa: E402
-import tables  # noqa: E402
+from pipeline import seal as checksums
+from pipeline.latex import listing
+
+ROOT = Path(__file__).resolve().parents[1]
+AGG = ROOT / "results" / "aggregate"
+ARTICLE = ROOT / "data" / "article"
+claims = step("aggregate/claims")
+step_times = step("aggregate/step_times")
 
 ENV = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
 
@@ -71,8 +73,10 @@ def test_dry_run_default_tier_needs_no_gpu():
     proc = snakemake("-n", "--forceall", "--cores", "2")
     assert proc.returncode == 0, proc.stderr[-2000:]
     j = jobs(proc.stdout)
-    figures = {f.stem for f in (ROOT / "workflow" / "scripts" / "figures").glob("*.py")} - {"common"}
+    figures = {f.stem for f in (ROOT / "workflow" / "scripts" / "paper" / "figures").glob("*.py")}
+    values = {f.stem for f in (ROOT / "workflow" / "scripts" / "paper" / "values").glob("*.py")}
     assert j["paper"] == 1 and j["figure"] == len(figures) and j["build_variants"] == 4 and j["verify_cpu"] == 1
+    assert j["values"] == len(values) and j["tables"] == j["listings"] == 1
     assert not {"bench", "profile", "verify_gpu", "ceilings", "seal_run", "compile", "timer_check"} & set(j)
 
 
@@ -124,7 +128,7 @@ def test_paper_stage_table_matches_the_data(built):
     """Every row of the stage table in the PDF carries the numbers of the tidy data, formatted as the table does."""
     text = subprocess.run(["pdftotext", "-layout", str(built), "-"], capture_output=True, text=True,
                           check=True).stdout
-    rows = tables.stage_rows(ROOT / "results" / "aggregate", ROOT / "data" / "article")
+    rows = pd.read_csv(AGG / "stage_table.csv")
     for _, r in rows.iterrows():
         expected = [r.stage, f"{r.article_us:.0f}", f"{r.ours_us:.1f}", f"[{r.ours_lo:.1f}",
                     f"{r.pct_flash:.0f}", f"{r.pct_default:.0f}", f"{r.ours_inst_m:.1f}"]
@@ -136,22 +140,27 @@ def test_paper_stage_table_matches_the_data(built):
     listing = (ROOT / "results" / "paper" / "code_two_phase.tex").read_text()
     assert "split = N // BLOCK_N * BLOCK_N" in listing and listing.count("_kv_steps(") == 3
     # the abstract's verdict sentence lists the claims as the claims table does
-    verdicts = pd.read_csv(ROOT / "results" / "aggregate" / "claims.csv").groupby("claim", sort=False).claim_verdict.first()
+    verdicts = pd.read_csv(AGG / "claims.csv").groupby("claim", sort=False).claim_verdict.first()
     flat = " ".join(text.split())
     for verdict in ("holds", "partly", "does not hold"):
-        these = macros.listing(list(verdicts[verdicts == verdict].index))
+        these = listing(list(verdicts[verdicts == verdict].index))
         assert f"({these})" in flat, f"the abstract does not list {these} as '{verdict}'"
 
 
-def test_report_holds_every_figure(built, tmp_path):
+def test_report_holds_every_figure_and_table(built, tmp_path):
+    """Snakemake's report holds every figure and every table the rules make (read from the dry run's jobs, not typed
+    here), the claims and the paper."""
+    blocks = job_blocks(snakemake("-n", "--forceall", "--cores", "1").stdout)
+    figures = [re.search(r"wildcards: name=(\w+)", b).group(1) for b in blocks["figure"]]
+    tables = re.findall(r"results/tables/(\w+)\.tex", blocks["tables"][0].split("output:")[1].split("\n")[0])
+    assert len(figures) >= 12 and len(tables) >= 10
     out = tmp_path / "report.html"
     proc = snakemake("--report", str(out), "--cores", "1")
     assert proc.returncode == 0, proc.stderr[-2000:]
     html = out.read_text(errors="ignore")
-    for name in ("stage_times", "ncu_panels", "n_sweep", "tile_heatmap", "ablation", "qwen3", "stage_waterfall",
-                 "timer_check", "launch_cost"):
-        assert f"{name}.png" in html
-    for name in ("claims.csv", "paper.pdf", "stages.tex", "claims.tex", "crosscheck.tex", "launch_cost.tex"):
+    for name in figures:
+        assert f"{name}.png" in html, f"the report lacks the figure {name}"
+    for name in [f"{t}.tex" for t in tables] + ["claims.csv", "paper.pdf"]:
         assert name in html, f"the report lacks {name}"
 
 
@@ -174,9 +183,9 @@ def test_step_times_reach_the_paper_from_the_benchmark_files(built):
     assert set(runs[runs.source == "snakemake log"].run) == from_logs
     assert set(runs[runs.source == "benchmark"].run) == set(runs.run) - from_logs
     assert (runs.groupby("run").rule.apply(lambda r: (r == "bench").sum()) >= 6).all()
-    m = macros.step_macros(ROOT / "results" / "aggregate")
+    m = step("paper/values/steps").values(AGG / "step_times.csv").macros
     gpu = runs[runs.rule.isin(step_times.GPU_RULES)].groupby("run").seconds.sum() / 60
-    assert m["StepGpuMin"] == f"{gpu.median():.1f}" and m["StepRunsFromLogs"] == str(len(from_logs))
+    assert m["StepGpuMin"] == f"{gpu.median():.1f}" and m["StepRunsFromLogsList"] == listing(sorted(from_logs))
     text = " ".join(subprocess.run(["pdftotext", str(built), "-"], capture_output=True, text=True,
                                    check=True).stdout.split())
     assert f"the GPU steps of a run took {m['StepGpuMin']} min" in text
@@ -237,24 +246,35 @@ def test_verdicts_follow_the_data(built, tmp_path):
     """C3 partly holds on the H200 (v3 is slower than v2, though it executes fewer instructions). Make v3 5% faster
     than v2 in a copy of the aggregated data: the same rules find that C3 holds, every component that does not read
     v3's time keeps its verdict, and the abstract's list of the claims that hold gains C3."""
-    agg = ROOT / "results" / "aggregate"
-    article = ROOT / "data" / "article"
-    before = claims.table(agg, article)
+    article = claims.Article(ARTICLE / "timings.csv", ARTICLE / "ncu.csv", ARTICLE / "claims.csv")
+
+    def verdicts(agg):
+        ours = claims.Ours(agg / "per_run.csv", agg / "ncu.csv", agg / "premise.csv", agg / "build.csv",
+                           agg / "runs.csv")
+        return claims.table(ARTICLE / "components.csv", article, ours)
+
+    def said(agg):
+        return step("paper/values/claims").values(agg / "claims.csv", agg / "slips.csv", agg / "claim_rules.csv",
+                                                  agg / "per_run.csv", ARTICLE / "timings.csv").macros
+
+    before = verdicts(AGG)
     assert set(before[before.claim == "C3"].claim_verdict) == {"partly"}
     copy = tmp_path / "aggregate"
-    shutil.copytree(agg, copy)
+    copy.mkdir()
+    for name in ("per_run", "ncu", "premise", "build", "runs", "slips", "claim_rules"):
+        shutil.copy(AGG / f"{name}.csv", copy)
     pr = pd.read_csv(copy / "per_run.csv")
-    at = selection.at_headline(pr) & selection.at_article_tile(pr)
+    at = pr.headline & pr.article_tile
     for run in pr.run.unique():
         here = at & (pr.run == run)
         pr.loc[here & (pr.variant == "v3"), "time_us"] = 0.95 * pr.loc[here & (pr.variant == "v2"), "time_us"].iloc[0]
     pr.to_csv(copy / "per_run.csv", index=False)
-    after = claims.table(copy, article)
+    after = verdicts(copy)
     assert set(after[after.claim == "C3"].claim_verdict) == {"holds"}
     untouched = ~(((before["from"] == "v3") | (before.to == "v3")) & (before.quantity == "time"))
     assert list(after[untouched].verdict) == list(before[untouched].verdict)
     after.to_csv(copy / "claims.csv", index=False)
-    old, new = macros.claims_macros(agg, article), macros.claims_macros(copy, article)
+    old, new = said(AGG), said(copy)
     assert "C3" not in old["ClaimsHold"] and "C3" in new["ClaimsHold"] and "C3" not in new["ClaimsPartly"]
     abstract = (ROOT / "paper" / "main.tex").read_text().split("\\end{abstract}")[0]
     assert "\\ClaimsHold" in abstract and "\\ClaimsPartly" in abstract and "\\ClaimsNotHold" in abstract

@@ -21,7 +21,6 @@ Ratios are taken within a run (both measured side by side, interleaved) before a
 """
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

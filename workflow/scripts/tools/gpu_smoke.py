@@ -2,7 +2,7 @@
 timer check, profile (two stages and two PyTorch kernels), seal and aggregate (the cross-check included), all into a
 scratch folder with a reduced copy of config/config.yaml; nothing is written to data/.
 
-    python workflow/scripts/gpu_smoke.py --out /tmp/smoke
+    python workflow/scripts/tools/gpu_smoke.py --out /tmp/smoke
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).resolve().parent
-from kernels.stages import BASELINE, FINAL  # noqa: E402
+from kernels.stages import BASELINE, FINAL
 
-ROOT = HERE.parents[1]
+SCRIPTS = Path(__file__).resolve().parents[1]
+ROOT = SCRIPTS.parents[1]
 
 
 def smoke_config(full: Path, out: Path) -> Path:
@@ -31,7 +31,7 @@ def smoke_config(full: Path, out: Path) -> Path:
     return path
 
 
-def step(log, *cmd) -> None:
+def step(*cmd) -> None:
     print("smoke: " + " ".join(map(str, cmd)), flush=True)
     proc = subprocess.run([sys.executable, *map(str, cmd)], cwd=ROOT)
     if proc.returncode != 0:
@@ -46,13 +46,15 @@ def main(argv=None) -> int:
     run = a.out / "run-smoke"
     run.mkdir(parents=True, exist_ok=True)
     cfg = smoke_config(a.config, a.out)
-    s = HERE
-    step(None, s / "bench.py", "--config", cfg, "--sets", "headline", "--compile-only", "--out", run / "compile")
-    step(None, s / "bench.py", "--config", cfg, "--sets", "headline", "--out", run / "bench-headline")
-    step(None, s / "timer_check.py", "--config", cfg, "--out", run / "timer_check")
-    step(None, s / "profile.py", "--config", cfg, "--out", run / "profile")
-    step(None, s / "checksums.py", "write", run)
-    step(None, s / "aggregate.py", "--runs", run, "--out", a.out / "aggregate", "--article", ROOT / "data" / "article")
+    m = SCRIPTS / "measure"
+    step(m / "bench.py", "--config", cfg, "--sets", "headline", "--compile-only", "--out", run / "compile")
+    step(m / "bench.py", "--config", cfg, "--sets", "headline", "--out", run / "bench-headline")
+    step(m / "timer_check.py", "--config", cfg, "--out", run / "timer_check")
+    step(m / "profile.py", "--config", cfg, "--out", run / "profile")
+    step("-m", "pipeline.seal", "write", run)
+    step(SCRIPTS / "aggregate" / "aggregate.py", "--runs", run, "--out", a.out / "aggregate",
+         "--article-timings", ROOT / "data" / "article" / "timings.csv",
+         "--article-ncu", ROOT / "data" / "article" / "ncu.csv")
     import pandas as pd
     pd.set_option("display.width", 220)
     for name in ("crosscheck", "timer_check", "launch_cost"):

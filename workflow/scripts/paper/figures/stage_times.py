@@ -5,7 +5,7 @@ import pandas as pd
 import seaborn as sns
 
 from pipeline import plotting as c
-from pipeline.selection import ARTICLE_TILE, STAGES, TORCH
+from pipeline.selection import ARTICLE_TILE, STAGES
 
 a = c.start(snakemake)  # noqa: F821 (given by Snakemake's script directive)
 hs = c.headline_stages(pd.read_csv(a.input.per_run))
