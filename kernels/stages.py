@@ -332,19 +332,18 @@ def stage_of(switches: Iterable[str]) -> str | None:
 
 
 def variant_name(switches: Iterable[str]) -> str:
-    """A short name: the stage name, else '<stage>-<switch>' / '<stage>+<switch>' of the article's or our last stage
-    or the baseline, else the label."""
+    """A short name: the stage name; else '<stage>-<switch>' or '<stage>+<switch>' of the article's last stage, of the
+    baseline, or of the latest stage one switch away; else the label. A stage added later takes no name from the
+    variants of the stages before it (v18-tma stays v18-tma once v19 exists)."""
     switches = check_switches(switches)
     if (name := stage_of(switches)) is not None:
         return name
-    for base in (FINAL, LAST):
+    for base in (FINAL, BASELINE, *reversed(STAGES)):
         full = STAGES[base].switches
         if len(full - switches) == 1 and switches < full:
             return without(base, next(iter(full - switches)))
         if len(switches - full) == 1 and switches > full:
             return f"{base}+{next(iter(switches - full))}"
-    if len(switches) == 1:
-        return f"{BASELINE}+{next(iter(switches))}"
     return switches_label(switches)
 
 
@@ -375,10 +374,17 @@ def named_variants() -> dict:
 
 
 def resolve_variant(name: str) -> frozenset:
-    """The switches of a variant given by name (v0 ... v7, v7-<switch>, v0+<switch>) or by switch label (a+b)."""
+    """The switches of a variant given by name: a stage, '<stage>-<switch>' (the stage without one of its switches),
+    '<stage>+<switch>' (with one more), or a switch label (a+b)."""
     variants = named_variants()
     if name in variants:
         return variants[name]
+    for stage in sorted(STAGES, key=len, reverse=True):     # v13 before v1
+        if name.startswith(stage) and name[len(stage):len(stage) + 1] in ("-", "+"):
+            op, switch = name[len(stage)], name[len(stage) + 1:]
+            on = STAGES[stage].switches
+            if switch in ALL_SWITCHES and (switch in on) == (op == "-"):
+                return on - {switch} if op == "-" else on | {switch}
     try:
         return parse_switches_label(name)
     except ValueError:

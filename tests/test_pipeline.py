@@ -13,6 +13,8 @@ import pytest
 
 from steps import step
 
+from kernels.stages import STAGES as STAGES_NOW
+
 from pipeline import seal as checksums
 from pipeline.latex import listing
 
@@ -303,3 +305,61 @@ def test_the_slurm_profile_refuses_its_placeholders():
     proc = snakemake("-n", "--profile", "profiles/slurm", "--default-resources", "slurm_partition=p",
                      "slurm_account=a", "runtime=30", "mem_mb=2000", "cpus_per_task=1")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-1500:]
+
+
+NEW_SWITCH = ('        Switch("registered_only", "v99", "a host-only switch that changes nothing: a stage registered and '
+              'not yet measured", ""),\n')
+
+
+def with_a_new_stage(copy: Path) -> Path:
+    """A copy of the tree with one more stage registered (one more switch at the end of kernels.stages.BEYOND, which
+    changes no kernel) and its prediction committed, and nothing measured of it; this build's results beside it, so
+    that only what reads the data runs again. The committed runs are read where they are, through a link."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        if not f.startswith("data/nvidia-h200/"):
+            (copy / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, copy / f)
+    (copy / "data" / "nvidia-h200").symlink_to(ROOT / "data" / "nvidia-h200")
+    (copy / ".git").symlink_to(ROOT / ".git")                    # the history the provenance test reads
+    stages = copy / "kernels" / "stages.py"
+    text = stages.read_text()
+    end = text.index("    )\n}", text.index("BEYOND: Mapping"))
+    stages.write_text(text[:end] + NEW_SWITCH.replace("v99", f"v{len(STAGES_NOW)}") + text[end:])
+    pred = copy / "data" / "predictions" / "stages.csv"
+    pred.write_text(pred.read_text() + f"v{len(STAGES_NOW)},registered_only,{list(STAGES_NOW)[-1]},time,1024,float16,"
+                                       f"-5,5,a test of the pipeline,the switch changes nothing\n")
+    for f in (stages, pred):                                     # older than this build's results
+        os.utime(f, ns=(os.stat(ROOT / f.relative_to(copy)).st_atime_ns, os.stat(ROOT / f.relative_to(copy)).st_mtime_ns))
+    for built in [*(ROOT / "results" / "build").glob("sm_*/build.csv"), ROOT / "results" / "verify" / "cpu" /
+                  "correctness.csv", *(ROOT / "benchmarks").glob("build_variants/*.tsv"),
+                  ROOT / "benchmarks" / "verify_cpu.tsv"]:
+        (copy / built.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(built, copy / built.relative_to(ROOT))
+    return copy
+
+
+def test_a_registered_stage_that_is_not_measured_leaves_the_tree_green(built, tmp_path):
+    """Register a stage, commit its prediction, measure nothing: the paper still builds from the data (everything
+    downstream of the data is made again; the new stage is in no table of measurements, and its prediction is 'not
+    measured'), and the tests that hold the registry against the committed data still pass."""
+    copy = with_a_new_stage(tmp_path / "tree")
+    new = f"v{len(STAGES_NOW)}"
+    env = {**ENV, "PYTHONPATH": str(copy)}
+    check = subprocess.run([sys.executable, "-c", "from kernels.stages import LAST; print(LAST)"], cwd=copy, env=env,
+                           capture_output=True, text=True)
+    assert check.stdout.strip() == new, check.stderr
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--rerun-triggers", "mtime",
+                           "--forcerun", "aggregate"], cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "rule build_variants" not in proc.stdout + proc.stderr        # only what reads the data ran again
+    pred = pd.read_csv(copy / "results" / "aggregate" / "predictions.csv")
+    assert list(pred[pred.stage == new].verdict) == ["not measured"]
+    assert new not in set(pd.read_csv(copy / "results" / "aggregate" / "ours_stages.csv").stage)
+    text = subprocess.run(["pdftotext", "-layout", str(copy / "results" / "paper.pdf"), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    assert re.search(rf"^ *{new} +{list(STAGES_NOW)[-1]} +time +1024 .*not measured", text, re.M)
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ours.py",
+                            "tests/test_stages.py", "tests/test_measure.py", "tests/test_claims.py"], cwd=copy,
+                           env={**env, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=1800)
+    assert tests.returncode == 0, tests.stdout[-4000:]

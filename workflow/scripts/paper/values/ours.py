@@ -78,7 +78,7 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     v.macro("QwenNs", listing([str(n) for n in sorted(qpct.index.get_level_values("N").unique())]))
     pred = pd.read_csv(predictions)
     judged = pred[pred.verdict != "not measured"]
-    v.macro("PredTotal", len(pred))
+    v.macro("PredTotal", len(judged))
     v.macro("PredHolds", int((judged.verdict == "holds").sum()))
     v.macro("PredBetter", int((judged.verdict == "better").sum()))
     v.macro("PredWorse", int((judged.verdict == "worse").sum()))
