@@ -1,4 +1,5 @@
-"""References: the float64 ground truth, and PyTorch's scaled_dot_product_attention with each backend."""
+"""References: the float64 ground truth, PyTorch's scaled_dot_product_attention with each backend, and PyTorch's
+attention at the inputs' precision as a plain implementation computes it (the judge's baseline on the CPU)."""
 from __future__ import annotations
 
 import math
@@ -44,6 +45,20 @@ def reference_attention(q, k, v, *, causal: bool = True, sm_scale: float | None 
                 scores = scores.masked_fill(~keep, float("-inf"))
             out[b, heads] = torch.softmax(scores, dim=-1) @ vs
     return out
+
+
+def plain_attention(q, k, v, *, causal: bool = True, sm_scale: float | None = None) -> torch.Tensor:
+    """Attention with PyTorch's operations at the inputs' 16-bit precision, in the order a plain implementation
+    writes them (FlashAttention's tests' attention_ref with upcast=False): Q scaled, the scores a 16-bit product,
+    the softmax rounded to 16 bits, then the product with V. Its error is PyTorch's own at that precision where SDPA
+    computes in float32 (its math backend on the CPU), as the fused GPU kernels do not."""
+    D = q.shape[-1]
+    scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
+    scores = (q * scale) @ _repeat_kv(q, k).transpose(-1, -2)
+    if causal:
+        N = q.shape[2]
+        scores = scores.masked_fill(torch.ones(N, N, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return torch.softmax(scores, dim=-1).to(q.dtype) @ _repeat_kv(q, v)
 
 
 def sdpa(q, k, v, *, causal: bool = True, sm_scale: float | None = None, impl: str = "torch-default",

@@ -2,8 +2,8 @@
 steps all call an entry through here, and this is the only caller of the kernel timer.
 
 - `check(entry, seed)`: fresh random inputs from the seed, the output poisoned, the call run twice (the first checks,
-  compiles and caches; the second is the cached launch that is timed) and judged against the float64 reference
-  (kernels.accuracy). A variant Triton refuses, or a PyTorch backend that cannot take the input, is a status, never
+  compiles and caches; the second is the cached launch that is timed) and judged against the float64 reference,
+  within twice PyTorch's default SDPA's own error on the same inputs (kernels.accuracy). A variant Triton refuses, or a PyTorch backend that cannot take the input, is a status, never
   an exception.
 - `time_call(calls, bench)`: the kernel time of a checked entry (pipeline.kernel_timer), its sample count sized from
   a quick event-timed estimate and the plan's budget.
@@ -52,7 +52,7 @@ def check(entry, seed: int) -> tuple:
     ready to time (None unless the status is ok)."""
     import torch
 
-    from kernels import TileNotSupportedError, reference_attention
+    from kernels import TileNotSupportedError, reference_attention, sdpa
     from kernels.accuracy import judge
 
     q, k, v = inputs(entry, seed)
@@ -68,7 +68,9 @@ def check(entry, seed: int) -> tuple:
         return "refused", None, str(err), None
     except RuntimeError as err:  # e.g. a PyTorch backend that cannot take this input
         return "failed", None, f"{type(err).__name__}: {str(err).splitlines()[0]}", None
-    verdict = judge(out if out is not None else res, reference_attention(q, k, v, causal=entry.shape.causal))
+    causal = entry.shape.causal
+    pytorch = sdpa(q, k, v, causal=causal) if entry.impl == "triton" else None   # a backend is judged on its own
+    verdict = judge(out if out is not None else res, reference_attention(q, k, v, causal=causal), pytorch)
     return ("ok" if verdict["ok"] else "WRONG"), verdict["rel_error"], "", (checked, plain)
 
 
