@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from steps import step
 
@@ -363,3 +364,51 @@ def test_a_registered_stage_that_is_not_measured_leaves_the_tree_green(built, tm
                             "tests/test_stages.py", "tests/test_measure.py", "tests/test_claims.py"], cwd=copy,
                            env={**env, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=1800)
     assert tests.returncode == 0, tests.stdout[-4000:]
+
+
+VALUES = ROOT / "workflow" / "scripts" / "paper" / "values"
+
+
+def made_values() -> tuple:
+    """(literal macros, keyed values) the values steps wrote: name -> file, (table, row, column) -> file."""
+    literal, keyed = {}, {}
+    for f in (ROOT / "results" / "paper" / "values").glob("*.tex"):
+        text = f.read_text()
+        literal.update({n: f.stem for n in re.findall(r"^\\newcommand\{\\(\w+)\}", text, re.M)})
+        keyed.update({k: f.stem for k in re.findall(r"^\\defval\{([^}]*)\}\{([^}]*)\}\{([^}]*)\}", text, re.M)})
+    return literal, keyed
+
+
+def test_every_number_of_the_text_is_found_where_it_is_made_and_every_one_made_is_quoted(built):
+    """Each macro the paper quotes is written literally in the values step that makes it; each \\val{table}{row}{column}
+    names a table and a column written literally in the step that makes it (the row is the data's: a stage, an N);
+    nothing is made that the text does not quote."""
+    tex = re.sub(r"(?<!\\)%.*", "", (ROOT / "paper" / "main.tex").read_text())     # the text, not its comments
+    literal, keyed = made_values()
+    assert len(literal) > 100 and len(keyed) > 100
+    quoted = set(re.findall(r"\\([A-Za-z]+)", tex)) & set(literal)
+    for name in quoted:
+        source = (VALUES / f"{literal[name]}.py").read_text()
+        assert f'"{name}"' in source, f"\\{name} is not written as a literal in values/{literal[name]}.py"
+    uses = set(re.findall(r"\\val\{([^}]*)\}\{([^}]*)\}\{([^}]*)\}", tex))
+    assert uses and uses <= set(keyed), f"quoted but never made: {sorted(uses - set(keyed))}"
+    for table, _, column in uses:
+        source = (VALUES / f"{keyed[(table, _, column)]}.py").read_text()
+        assert re.search(rf'put\("{table}",', source) and f'"{column}"' in source, (table, column)
+    assert set(literal) == quoted, f"macros made that the text never quotes: {sorted(set(literal) - quoted)}"
+    unquoted = {(t, c) for t, _, c in keyed} - {(t, c) for t, _, c in uses}
+    assert not unquoted, f"keyed values made that the text never quotes: {sorted(unquoted)}"
+
+
+def test_the_verify_step_ran_every_stage_at_every_length(built):
+    """The pipeline's verify_cpu step (the build's own correctness check in the interpreter) holds every registered
+    stage at each length of config verify_cpu.N, causal and not, and none is wrong."""
+    import yaml
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    c = pd.read_csv(ROOT / "results" / "verify" / "cpu" / "correctness.csv")
+    assert set(c.status) == {"ok"}, c[c.status != "ok"].to_string()
+    held = set(zip(c.variant, c.N, c.causal))
+    assert held == {(s, n, causal) for s in STAGES_NOW for n in config["verify_cpu"]["N"] for causal in (True, False)}
+    from kernels.accuracy import PYTORCH_FACTOR, UNIT_ROUNDOFF
+    floor = UNIT_ROUNDOFF[torch.float16] / 4                  # the bound: twice PyTorch's own error on the inputs
+    assert (c.tolerance - PYTORCH_FACTOR * c.torch_default_rel_error.clip(lower=floor)).abs().max() < 1e-12
