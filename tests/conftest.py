@@ -7,6 +7,9 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+# pytest-xdist runs two workers on two cores: one thread each, or PyTorch's own threads fight over the cores.
+torch.set_num_threads(1)
+
 
 @pytest.fixture
 def make_qkv():

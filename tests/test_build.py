@@ -1,14 +1,15 @@
 """The build step on the CPU: every stage compiles for sm_90 (and the consumer parts), and the static SASS shows
-what each optimization should change. Runs `python -m kernels.build` in a subprocess, as the pipeline does (the
-interpreter these tests use elsewhere would replace the compiler)."""
-import csv
+what each optimization should change. The stages at their own tiles are the pipeline's own build step
+(results/build, shared with tests/test_pipeline.py); other tiles and shapes are compiled here by `python -m
+kernels.build` in a subprocess, as the pipeline does (the interpreter these tests use elsewhere would replace the
+compiler)."""
 import os
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from pipeline_run import pipeline_build, read_build
 
 from kernels import STAGES
 
@@ -20,18 +21,20 @@ def build(out: Path, *args) -> dict:
     proc = subprocess.run([sys.executable, "-m", "kernels.build", "--out", str(out), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    table = defaultdict(dict)  # (variant, arch, tile) -> metric -> value
-    with open(out / "build.csv") as f:
-        for r in csv.DictReader(f):
-            key = (r["variant"], int(r["arch"]), f"{r['block_m']}x{r['block_n']}w{r['num_warps']}s{r['num_stages']}")
-            table[key][r["metric"]] = float(r["value"])
-            table[key]["note"] = r["note"]
-    return table
+    return read_build(out)
 
 
 @pytest.fixture(scope="module")
-def stages(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("build"), "--variants", *STAGES, "--archs", "90", "89", "120")
+def stages():
+    return read_build(pipeline_build())
+
+
+def sass(variant, arch=90, tile=None) -> str:
+    """The SASS of a variant in the pipeline's build, at its own tile unless one is given."""
+    from kernels.shapes import HEADLINE
+    from kernels.stages import default_tile, resolve_variant
+    tile = tile or default_tile(resolve_variant(variant), HEADLINE.D, HEADLINE.N).label()
+    return (ROOT / "results" / "build" / f"sm_{arch}" / f"{variant}_{tile}" / "kernel.sass").read_text()
 
 
 def at(stages, variant, arch=90, tile=None):
@@ -50,9 +53,8 @@ def test_every_stage_compiles(stages, arch):
         assert m["spill_stores"] == 0 and m["local_bytes"] == 0, f"{v} spills on sm_{arch}"
 
 
-def test_artifacts_written(stages, tmp_path_factory):
-    out = next(Path(tmp_path_factory.getbasetemp()).glob("build*"))
-    d = out / "sm_90" / "v7_32x32w4s3"
+def test_artifacts_written(stages):
+    d = ROOT / "results" / "build" / "sm_90" / "v7_32x32w4s3"
     assert ".target sm_90a" in (d / "kernel.ptx").read_text()
     assert "HMMA" in (d / "kernel.sass").read_text()
     assert (d / "kernel.cubin").stat().st_size > 0
@@ -145,19 +147,17 @@ def test_host_descriptors_drop_the_per_program_descriptor_setup(stages):
         assert after[op] == before[op]
 
 
-def test_triton_waits_for_every_warpgroup_mma(tmp_path):
+def test_triton_waits_for_every_warpgroup_mma(stages):
     """Why the softmax does not overlap the products in Triton 3.6: after every group of HGMMA the warpgroup waits
     for all of them (WARPGROUP.DEPBAR.LE gsb0, 0x0), even when the loop asks for the next block's scores before the
     softmax of the current one (overlap_qk), which only costs registers (spills, under a register cap) and shared
     memory."""
     from kernels.stages import LAST, register_cap
-    t = build(tmp_path, "--variants", LAST, f"{LAST}+overlap_qk", "--archs", "90")
     for variant in (LAST, f"{LAST}+overlap_qk"):
-        sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
-        waits = [line.split("WARPGROUP.DEPBAR.LE", 1)[1].split(";")[0].strip() for line in sass.splitlines()
+        waits = [line.split("WARPGROUP.DEPBAR.LE", 1)[1].split(";")[0].strip() for line in sass(variant).splitlines()
                  if "WARPGROUP.DEPBAR.LE" in line]
         assert waits and set(waits) == {"gsb0, 0x0"}, waits
-    (plain,), (overlap,) = ([m for k, m in t.items() if k[0] == v] for v in (LAST, f"{LAST}+overlap_qk"))
+    plain, overlap = at(stages, LAST), at(stages, f"{LAST}+overlap_qk")
     assert overlap["shared_bytes"] > plain["shared_bytes"]
     assert (overlap["registers"] > plain["registers"] if register_cap(STAGES[LAST].switches, STAGES[LAST].tile) is None
             else overlap["registers"] == plain["registers"] and overlap["spill_stores"] > plain["spill_stores"] == 0)
@@ -191,12 +191,11 @@ def test_warp_specialization_refused_at_64x64_with_4_warps(tmp_path):
     assert t[("v5", 90, "64x64w8s3")]["compiles"] == 1
 
 
-def test_prescaled_q_turns_the_ffma_into_an_fadd(tmp_path):
+def test_prescaled_q_turns_the_ffma_into_an_fadd(stages):
     """C10: Triton fuses `s * scale - m` into one FFMA; with Q scaled up front the loop does `s - m`, an FADD: the
     FFMAs become FADDs one for one, and scaling Q adds multiplications outside the loop, so nothing is saved."""
-    t = build(tmp_path, "--variants", "v7", "v7+prescale_q", "--archs", "90", "89")
     for arch in (90, 89):
-        v7, pre = t[("v7", arch, "32x32w4s3")], t[("v7+prescale_q", arch, "32x32w4s3")]
+        v7, pre = at(stages, "v7", arch), at(stages, "v7+prescale_q", arch)
         fused = v7["sass.FFMA"] - pre["sass.FFMA"]
         assert fused > 0 and pre["sass.FADD"] - v7["sass.FADD"] == fused
         assert pre["sass_instructions"] >= v7["sass_instructions"]
@@ -240,38 +239,32 @@ def skippable_fmuls(sass: str) -> int:
     return best
 
 
-def test_lazy_rescale_puts_the_accumulator_rescale_behind_a_branch(tmp_path):
+def test_lazy_rescale_puts_the_accumulator_rescale_behind_a_branch(stages):
     """v14's change: the multiplication of the accumulator by exp2(m_old - m_new), one FMUL per accumulator element
     a thread holds (BLOCK_M x HEAD_DIM / 128 = 64 at 64x64w4, D=128), moves behind a forward branch inside the KV
     loop, which steps without a grown maximum jump over; the exponentials of the scores stay."""
     from kernels.stages import previous_stage, stage_adding
     lazy = stage_adding("lazy_rescale")
-    t = build(tmp_path, "--variants", previous_stage(lazy), lazy, "--archs", "90")
-    skipped = {}
-    for variant in (previous_stage(lazy), lazy):
-        sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
-        skipped[variant] = skippable_fmuls(sass)
+    skipped = {variant: skippable_fmuls(sass(variant)) for variant in (previous_stage(lazy), lazy)}
     assert skipped[previous_stage(lazy)] == 0
     assert skipped[lazy] >= 64
-    (before,), (after,) = ([m for k, m in t.items() if k[0] == v] for v in (previous_stage(lazy), lazy))
+    before, after = at(stages, previous_stage(lazy)), at(stages, lazy)
     assert after["sass.MUFU.EX2"] <= before["sass.MUFU.EX2"] + 8 and after["sass.HGMMA"] == before["sass.HGMMA"]
 
 
-def test_q_in_registers_feeds_the_first_product_from_registers(tmp_path):
+def test_q_in_registers_feeds_the_first_product_from_registers(stages):
     """v15's change: the q k^T warpgroup MMA takes its A operand (Q) from registers (HGMMA R, R, gdesc) instead of
     shared memory (HGMMA R, gdesc); the P V product already did. More registers, less shared memory."""
     import re
     from kernels.stages import previous_stage, stage_adding
     v15 = stage_adding("q_in_registers")
-    t = build(tmp_path, "--variants", previous_stage(v15), v15, "--archs", "90")
     a_from_registers = {}
     for variant in (previous_stage(v15), v15):
-        sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
-        qk = [line for line in sass.splitlines() if re.search(r"HGMMA\.64x\d+x16\.F32\s", line) and ".tnspB" not in line]
+        qk = [line for line in sass(variant).splitlines() if re.search(r"HGMMA\.64x\d+x16\.F32\s", line) and ".tnspB" not in line]
         assert qk, variant
         a_from_registers[variant] = all(re.search(r"HGMMA\S*\s+R\d+,\s*R\d+,\s*gdesc", line) for line in qk)
     assert a_from_registers == {previous_stage(v15): False, v15: True}
-    (before,), (after,) = ([m for k, m in t.items() if k[0] == v] for v in (previous_stage(v15), v15))
+    before, after = at(stages, previous_stage(v15)), at(stages, v15)
     assert after["shared_bytes"] < before["shared_bytes"] and after["registers"] > before["registers"]
 
 
@@ -340,7 +333,7 @@ def test_warp_specialization_partitions_our_loop_on_sm90_only_with_q_in_register
     assert t[(after, 90, "128x128w8s3")]["compiles"] == 1 and "ttg.warp_specialize" not in ttgir
 
 
-def test_head_groups_only_renumbers_the_programs(stages, tmp_path):
+def test_head_groups_only_renumbers_the_programs(stages):
     """v17's change is the mapping of one grid axis to (head group, query block, head): integer divisions before the
     loop (about a hundred instructions); the products, the exponentials and the KV loops are untouched."""
     from kernels.stages import previous_stage, stage_adding
@@ -349,9 +342,7 @@ def test_head_groups_only_renumbers_the_programs(stages, tmp_path):
     assert 0 < after["sass_instructions"] - before["sass_instructions"] <= 150
     for op in ("sass.HGMMA", "sass.MUFU.EX2"):
         assert after[op] == before[op]
-    build(tmp_path, "--variants", previous_stage(hg), hg, "--archs", "90")
     loops = {}
     for variant in (previous_stage(hg), hg):
-        sass = next((tmp_path / "sm_90").glob(f"{variant}_*")).joinpath("kernel.sass").read_text()
-        loops[variant] = sorted(e - s for s, e, _ in _loops(sass) if e - s > 0x100)    # the KV loops, by length
+        loops[variant] = sorted(e - s for s, e, _ in _loops(sass(variant)) if e - s > 0x100)   # the KV loops, by length
     assert loops[hg] == loops[previous_stage(hg)] and loops[hg]

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
+from pipeline_run import ENV, snakemake
 from steps import step
 
 from kernels.stages import STAGES as STAGES_NOW
@@ -24,14 +25,6 @@ AGG = ROOT / "results" / "aggregate"
 ARTICLE = ROOT / "data" / "article"
 claims = step("aggregate/claims")
 step_times = step("aggregate/step_times")
-
-ENV = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-
-
-def snakemake(*args, timeout=1800):
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=ROOT, env=ENV, capture_output=True,
-                          text=True, timeout=timeout)
-
 
 def jobs(dry_run_output: str) -> dict:
     """Job counts from a dry run's 'Job stats' table."""

@@ -12,8 +12,9 @@ rule build_variants:
     params:
         py=PY,
         out=lambda wc: f"results/build/sm_{wc.arch}",
+        variants=" ".join(config["build"]["variants"]) if isinstance(config["build"]["variants"], list) else "all",
     shell:
-        "env -u TRITON_INTERPRET {params.py} -m kernels.build --variants all --archs {wildcards.arch} "
+        "env -u TRITON_INTERPRET {params.py} -m kernels.build --variants {params.variants} --archs {wildcards.arch} "
         "--out {params.out} > {log} 2>&1"
 
 
