@@ -29,17 +29,26 @@ def stages():
     return read_build(pipeline_build())
 
 
-def sass(variant, arch=90, tile=None) -> str:
-    """The SASS of a variant in the pipeline's build, at its own tile unless one is given."""
+def own_tile(variant) -> str:
+    """The tile the build step compiles a variant at: its own at the headline shape."""
     from kernels.shapes import HEADLINE
     from kernels.stages import default_tile, resolve_variant
-    tile = tile or default_tile(resolve_variant(variant), HEADLINE.D, HEADLINE.N).label()
-    return (ROOT / "results" / "build" / f"sm_{arch}" / f"{variant}_{tile}" / "kernel.sass").read_text()
+    return default_tile(resolve_variant(variant), HEADLINE.D, HEADLINE.N).label()
+
+
+def artifacts(variant, arch=90) -> Path:
+    """The folder of a variant's compiled artifacts in the pipeline's build (kernels.build's out/sm_<arch>/...)."""
+    return ROOT / "results" / "build" / f"sm_{arch}" / f"sm_{arch}" / f"{variant}_{own_tile(variant)}"
+
+
+def sass(variant, arch=90) -> str:
+    """The SASS of a variant in the pipeline's build, at its own tile."""
+    return (artifacts(variant, arch) / "kernel.sass").read_text()
 
 
 def at(stages, variant, arch=90, tile=None):
     """A variant's build metrics, at its own default tile unless one is given."""
-    return stages[(variant, arch, tile or STAGES[variant].tile.label())]
+    return stages[(variant, arch, tile or own_tile(variant))]
 
 
 @pytest.mark.parametrize("arch", [90, 89])
@@ -54,7 +63,7 @@ def test_every_stage_compiles(stages, arch):
 
 
 def test_artifacts_written(stages):
-    d = ROOT / "results" / "build" / "sm_90" / "v7_32x32w4s3"
+    d = artifacts("v7")
     assert ".target sm_90a" in (d / "kernel.ptx").read_text()
     assert "HMMA" in (d / "kernel.sass").read_text()
     assert (d / "kernel.cubin").stat().st_size > 0
