@@ -1,4 +1,5 @@
-"""FlashAttention-2 forward in Triton, the article's stages v0 ... v7 and their switches, and PyTorch references.
+"""FlashAttention-2 forward in Triton, its stages (kernels.STAGES: the article's, then ours) and their switches,
+and PyTorch references.
 
 The stage registry (kernels.stages) and the shapes import neither torch nor Triton; the kernel, its launcher and
 the references load on first use, so that the pipeline's parse and the figure scripts do not import them.

@@ -77,7 +77,10 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         inputs.check_rows_contiguous(label, q=q, k=k, v=v, out=out)
     if "tma" in switches:
         inputs.check_tma(label, q=q, k=k, v=v, out=out)
-    on = {sw.kernel_arg: (name in switches) for name, sw in ALL_SWITCHES.items() if sw.kernel_arg}
+    on = {}     # kernel flag -> on; two switches may set one flag (q_in_registers and prescale_q: PRESCALE_Q)
+    for name, sw in ALL_SWITCHES.items():
+        if sw.kernel_arg:
+            on[sw.kernel_arg] = on.get(sw.kernel_arg, False) or name in switches
     n_blocks = triton.cdiv(N, t.block_m)
     head_group = 1
     if on["HEAD_GROUPS"]:
@@ -263,10 +266,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     """softmax(q k^T * sm_scale [+ causal mask]) v, by one stage of the article's kernel.
 
     q: (B, H, N, D); k, v: (B, H_kv, N, D), H a multiple of H_kv (query head h reads K/V head h // (H // H_kv)).
-    stage: "v0" ... "v7" (see kernels.STAGES; default the article's last); or switches: any subset of
-    kernels.SWITCHES instead (not both). tile: block_m, block_n, num_warps, num_stages override the stage's tile
-    (BM = BN = 32, 4 warps). out: an optional tensor like q to write into (q itself is allowed; memory shared with
-    k or v is refused). No backward pass: inputs that require grad are refused while grad mode is on.
+    stage: a name of kernels.STAGES (default kernels.FINAL, the article's last); or switches: any subset of the
+    switches (kernels.stages.ALL_SWITCHES) instead (not both). tile: block_m, block_n, num_warps, num_stages
+    override the variant's own tile (kernels.stages.default_tile: the article's 32x32 with 4 warps, or the one its
+    switches choose). out: an optional tensor like q to write into (q itself is allowed; memory shared with k or v
+    is refused). No backward pass: inputs that require grad are refused while grad mode is on.
     Returns the output, (B, H, N, D), in q's dtype.
     """
     if switches is not None and type(switches) is not frozenset:

@@ -117,7 +117,7 @@ BEYOND: Mapping[str, Switch] = {
                "Q is scaled once at load, so that Triton keeps it in registers as the A operand of the q k^T "
                "warpgroup MMA instead of reading it from shared memory at every step; lazy_rescale (slower in "
                "run-13-x2) is off again",
-               "Q_IN_REGISTERS", replaces=("lazy_rescale",)),
+               "PRESCALE_Q", replaces=("lazy_rescale",)),
         Switch("three_per_sm", "v16",
                "64x64 tiles with 2 stages and at most 168 registers per thread (Triton's maxnreg) at every N, so "
                "that three programs (12 warps) share each SM instead of two: with Q in registers such a program "

@@ -355,3 +355,25 @@ def test_head_groups_only_renumbers_the_programs(stages):
     for variant in (previous_stage(hg), hg):
         loops[variant] = sorted(e - s for s, e, _ in _loops(sass(variant)) if e - s > 0x100)   # the KV loops, by length
     assert loops[hg] == loops[previous_stage(hg)] and loops[hg]
+
+
+def test_q_in_registers_and_prescale_q_are_one_kernel_flag(tmp_path):
+    """Both switches scale Q at load, one code path of the kernel (PRESCALE_Q): the launch sets the flag for either
+    switch or both (two switches of one flag are or-ed, not overwritten), and v15 with prescale_q in place of
+    q_in_registers compiles to the same machine code."""
+    import torch
+    from kernels.flash_fwd import _attn_fwd
+    from kernels.launcher import plan_launch
+    from kernels.shapes import HEADLINE
+    from kernels.stages import STAGES as REGISTRY, stage_adding, switches_label
+    assert "Q_IN_REGISTERS" not in _attn_fwd.arg_names
+    q, k, v = HEADLINE.tensors(fill="empty")
+    for switches in ({"q_in_registers"}, {"prescale_q"}, {"q_in_registers", "prescale_q"}, set()):
+        assert plan_launch(q, k, v, torch.empty_like(q), switches=switches).kwargs["PRESCALE_Q"] is bool(switches)
+    v15 = stage_adding("q_in_registers")
+    twin = switches_label(REGISTRY[v15].switches - {"q_in_registers"} | {"prescale_q"})
+    tile = REGISTRY[v15].tile.label()
+    build(tmp_path, "--variants", v15, twin, "--archs", "90", "--tiles", tile)
+    v15_sass, twin_sass = ((tmp_path / "sm_90" / f"{variant}_{tile}" / "kernel.sass").read_bytes()
+                           for variant in (v15, twin))
+    assert v15_sass == twin_sass
