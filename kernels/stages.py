@@ -1,10 +1,11 @@
-"""The stages of the article, defined once.
+"""The stages, defined once: the article's (v0 ... v7) and ours beyond it on Hopper (v8 on).
 
-Every other part of the artifact (the kernel launcher, the tests, the build,
-bench and profile programs, the pipeline's wildcards) reads the stages from
-here. A *switch* is one optimization of the article; a *stage* is the set of
-switches turned on after that step of the article (v0 has none, v7 has all
-seven). Ablation variants are any other subset of the switches.
+Every other part of the artifact (the kernel launcher, the tests, the build, bench and profile programs, the
+pipeline's wildcards) reads the stages from here. A *switch* is one optimization; a *stage* is the set of switches on
+after a step: v0 has none, the article's last stage (FINAL) has its seven, and each of ours adds one more (turning
+off, where it says so, the switches it replaces). Ablation variants are any other subset of the switches. A switch's
+`change` says what it does; why each of ours was tried, and what it should change, is in data/predictions/stages.csv
+and the paper.
 """
 from __future__ import annotations
 
@@ -115,26 +116,22 @@ BEYOND: Mapping[str, Switch] = {
                "LAZY_RESCALE"),
         Switch("q_in_registers", "v15",
                "Q is scaled once at load, so that Triton keeps it in registers as the A operand of the q k^T "
-               "warpgroup MMA instead of reading it from shared memory at every step; lazy_rescale (slower in "
-               "run-13-x2) is off again",
+               "warpgroup MMA instead of reading it from shared memory at every step; lazy_rescale is off again",
                "PRESCALE_Q", replaces=("lazy_rescale",)),
         Switch("three_per_sm", "v16",
                "64x64 tiles with 2 stages and at most 168 registers per thread (Triton's maxnreg) at every N, so "
-               "that three programs (12 warps) share each SM instead of two: with Q in registers such a program "
-               "needs 65568 B of shared memory and would otherwise take 170 registers",
+               "that three programs (12 warps) share each SM instead of two",
                ""),
         Switch("head_groups", "v17",
                "the grid is ordered by groups of heads whose keys and values fit in half the L2 together, heaviest "
                "query block first within each group: at long sequences the programs running at once read the K "
-               "and V of a few heads instead of all of them (heads_inner's order, which the group keeps at short "
-               "N, lost the L2 at 16384: 4.6x the DRAM reads of v12 in run-13-x2)",
+               "and V of a few heads instead of all of them (at short N one group holds every head: heads_inner's "
+               "order)",
                "HEAD_GROUPS"),
         Switch("two_warpgroups", "v18",
                "128x64 tiles of 8 warps (two warpgroups of 64 query rows share each K/V tile in shared memory) with "
-               "2 stages and at most 128 registers per thread, so that two programs (16 warps) share each SM: "
-               "v13's long-N tile reuses each K/V tile as well but holds 8 warps per SM at 255 registers; Q is read "
-               "from shared memory again (held in registers, this tile spills at 128), and three_per_sm's 64-row "
-               "tiles go",
+               "2 stages and at most 128 registers per thread, so that two programs (16 warps) share each SM; Q is "
+               "read from shared memory again, and three_per_sm's 64-row tiles go",
                "", replaces=("three_per_sm", "q_in_registers")),
     )
 }
