@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
-
 SEP = "|"
 NO_TILE = "-"
 
@@ -72,6 +70,7 @@ def renamed(key: str, variant: str) -> str:
     return SEP.join([parts[0], variant, *parts[2:]])
 
 
-def field(keys: pd.Series, name: str) -> pd.Series:
-    """One part of each key of a column (`N`, `tile`, `variant`, ...), typed as Key has it."""
+def field(keys, name: str):
+    """One part of each key of a pandas column (`N`, `tile`, `variant`, ...), typed as Key has it. (pandas is not
+    imported here: the Nsight report reader, which uses this module, must not load it beside NVIDIA's library.)"""
     return keys.map(lambda k: getattr(parse(k), name))

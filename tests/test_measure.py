@@ -356,3 +356,15 @@ def test_a_plan_that_profiles_an_untimed_entry_is_refused():
     for key, value in lite.items():
         merged[key] = {**merged[key], **value} if isinstance(value, dict) and key != "tuning" else value
     bench_plan.check_plan(merged)
+
+
+def test_the_nsight_reader_loads_neither_pandas_nor_torch():
+    """NVIDIA's report library has crashed when loaded beside them (a segfault reading a report on the H200, seen
+    after the reader first imported the entry keys' module with pandas at its top): the reader's process keeps to
+    the standard library and the registry."""
+    import subprocess
+    import sys
+    code = ("import sys, pipeline.nsight; "
+            "bad = {'pandas', 'numpy', 'torch', 'triton'} & set(sys.modules); assert not bad, bad")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

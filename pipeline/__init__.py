@@ -1,0 +1,18 @@
+"""What the pipeline's steps share, beside the kernel (kernels/): a step imports `kernels` and `pipeline`, never another
+step. Each module has one job:
+
+- plan: the measurement plan, config/config.yaml's sets expanded into entries;
+- keys: entry keys, the only place that formats or parses one;
+- selection: which rows of the tidy tables the paper's headline means;
+- call: the checked and the timed call of an entry (the only caller of the kernel timer);
+- kernel_timer, l2_flush: the GPU's own kernel durations, the L2 flushed before each sample;
+- seal: the SHA256SUMS of a run, written once and verified whenever the data is read;
+- gpu_env: the GPU, driver, versions, clocks and throttle reasons beside every result;
+- gpu_pin: one GPU of its own per GPU job;
+- partial_csv: the partial files an interrupted step resumes from;
+- nsight: Nsight Compute's reports read with NVIDIA's report interface (run in a process of its own);
+- latex: the paper's rounding, signs, escaping, listings, tables and values;
+- plotting: the figures' start, style and colours.
+
+Importing the package loads nothing (no torch, Triton or pandas): each module says what it needs.
+"""
