@@ -65,7 +65,7 @@ slurm:
 ## smoke: kick the tires in about two minutes: build v7 for sm_90, verify it in the interpreter, the paper from data
 smoke: $(VENV)/.installed tex
 	env -u TRITON_INTERPRET $(BIN)/python -m kernels.build --variants v7 --archs 90 --out results/smoke/build
-	TRITON_INTERPRET=1 $(BIN)/python workflow/scripts/verify.py --device cpu --N 77 --stages v7 --out results/smoke/verify
+	TRITON_INTERPRET=1 $(BIN)/python workflow/scripts/verify/verify.py --device cpu --N 77 --stages v7 --out results/smoke/verify
 	$(BIN)/snakemake --profile profiles/cpu
 	@echo "smoke: built v7 for sm_90, verified it on the CPU, built results/paper.pdf from the committed data"
 

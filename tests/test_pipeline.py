@@ -80,8 +80,8 @@ def test_dry_run_measure_tier():
     proc = snakemake("-n", "--cores", "16", "--resources", "gpu=2", "--config", "measure=True", "run=run-dryrun")
     assert proc.returncode == 0, proc.stderr[-2000:]
     j = jobs(proc.stdout)
-    import bench_plan
-    assert j["bench"] == len(bench_plan.SETS) and j["profile"] == j["verify_gpu"] == j["ceilings"] == j["seal_run"] == 1
+    from pipeline import plan
+    assert j["bench"] == len(plan.SETS) and j["profile"] == j["verify_gpu"] == j["ceilings"] == j["seal_run"] == 1
     assert j["compile"] == j["timer_check"] == 1
     assert "results/staging/nvidia-h200/run-dryrun/bench-tiles/timings.csv" in proc.stdout
     assert "data/nvidia-h200/run-dryrun/SHA256SUMS" in proc.stdout       # data/ gets the run only when sealed
@@ -133,8 +133,8 @@ def test_paper_stage_table_matches_the_data(built):
         for value in expected:
             assert value in line, f"{r.stage}: {value} not in the PDF's row: {line!r}"
     # each switch's listing is its whole block: the two-phase loop keeps its else branch
-    listing = (ROOT / "results" / "paper" / "code_two_phase.tex").read_text()
-    assert "split = N // BLOCK_N * BLOCK_N" in listing and listing.count("_kv_steps(") == 3
+    code = (ROOT / "results" / "paper" / "code_two_phase.tex").read_text()
+    assert "split = N // BLOCK_N * BLOCK_N" in code and code.count("_kv_steps(") == 3
     # the abstract's verdict sentence lists the claims as the claims table does
     verdicts = pd.read_csv(AGG / "claims.csv").groupby("claim", sort=False).claim_verdict.first()
     flat = " ".join(text.split())
@@ -170,8 +170,10 @@ def test_step_times_reach_the_paper_from_the_benchmark_files(built):
     for r in build.itertuples():
         tsv = pd.read_csv(ROOT / r.file, sep="\t")
         assert list(tsv.columns[:3]) == ["s", "h:m:s", "max_rss"] and r.seconds == tsv.s.median()
-    for later in ("step_times", "tables", "macros", "paper"):
+    for later in ("step_times", "tables", "listings", "paper"):
         assert (ROOT / "benchmarks" / f"{later}.tsv").exists(), f"{later} wrote no benchmark file"
+    values = {p.stem for p in (ROOT / "workflow" / "scripts" / "paper" / "values").glob("*.py")}
+    assert {p.stem for p in (ROOT / "benchmarks" / "values").glob("*.tsv")} == values
     runs = st[st.tier == "run"]
     sealed_files = {r: (ROOT / "data" / "nvidia-h200" / r / "SHA256SUMS").read_text() for r in set(runs.run)}
     from_logs = {r for r, text in sealed_files.items() if "  benchmarks/" not in text}
