@@ -8,11 +8,11 @@ write fails. Sequence lengths include 1 and lengths that are not tile multiples.
 import pytest
 import torch
 
-from kernels import STAGES, add_one_in, attention, leave_one_out, plain_attention, plan_launch, reference_attention
-from kernels.stages import extended
+from kernels import add_one_in, attention, leave_one_out, plain_attention, plan_launch, reference_attention
+from kernels.stages import BASELINE, FINAL, extended
 from kernels.accuracy import judge, poisoned_like
 
-ABLATIONS = {**leave_one_out("v7"), **add_one_in("v0"), **extended("v7")}
+ABLATIONS = {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL)}
 
 
 def run_and_judge(q, k, v, seed, causal=True, **kwargs):
