@@ -407,3 +407,24 @@ def test_the_verify_step_ran_every_stage_at_every_length(built):
     from kernels.accuracy import PYTORCH_FACTOR, UNIT_ROUNDOFF
     floor = UNIT_ROUNDOFF[torch.float16] / 4                  # the bound: twice PyTorch's own error on the inputs
     assert (c.tolerance - PYTORCH_FACTOR * c.torch_default_rel_error.clip(lower=floor)).abs().max() < 1e-12
+
+
+STEPS = ROOT / "workflow" / "scripts"
+
+
+def test_no_step_imports_another_step_and_none_reads_a_path_of_its_own():
+    """The house rule: a step imports kernels, the library and third-party packages, never another step; and a step
+    reads what its rule gives it (snakemake.input, or the command line the rule writes), naming no path of the tree
+    itself, so that every file it reads is an input of its rule."""
+    import ast
+    scripts = sorted(STEPS.rglob("*.py"))
+    names = {p.stem for p in scripts}
+    assert len(scripts) > 30
+    for script in scripts:
+        tree = ast.parse(script.read_text())
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not imported & names, f"{script.relative_to(ROOT)} imports the step(s) {sorted(imported & names)}"
+        literals = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        own = [x for x in literals if x.startswith(("results/", "data/", "kernels/", "paper/", "config/"))]
+        assert not own or script.parent.name == "tools", f"{script.relative_to(ROOT)} names paths itself: {own}"

@@ -383,8 +383,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, nargs="+", required=True, help="sealed run folders")
     ap.add_argument("--build", type=Path, nargs="*", default=[], help="build.csv files of the build step")
-    ap.add_argument("--article-timings", type=Path, default=Path("data/article/timings.csv"))
-    ap.add_argument("--article-ncu", type=Path, default=Path("data/article/ncu.csv"))
+    ap.add_argument("--article-timings", type=Path, required=True, help="the article's times, as transcribed")
+    ap.add_argument("--article-ncu", type=Path, required=True, help="the article's Nsight figures, as transcribed")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--crosscheck-max-pct", type=float, default=5.0,
                     help="largest allowed difference between the kernel timer and Nsight's duration (percent)")

@@ -23,7 +23,7 @@ def main() -> int:
     import torch
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    ap.add_argument("--config", type=Path, required=True, help="the plan: config/config.yaml, or a run's plan.yaml")
     ap.add_argument("--order", type=Path, required=True, help="where to write the profiled entries, in order")
     ap.add_argument("--launches", type=int, default=1, help="launches of each entry inside its window")
     ap.add_argument("--entries", choices=list(ENTRIES), default="profile",

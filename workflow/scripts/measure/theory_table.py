@@ -26,7 +26,7 @@ def rows(entries) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    ap.add_argument("--config", type=Path, required=True, help="the plan: config/config.yaml, or a run's plan.yaml")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     r = rows(plan.expand(plan.load_config(a.config)))
