@@ -103,7 +103,7 @@ BEYOND: Mapping[str, Switch] = {
                "HOST_DESC"),
         Switch("tuned_tiles", "v12",
                "the tile depends on N: the fastest of a recorded tuning run at the nearest tuned N below "
-               "(kernels/tuned_tiles.csv, chosen from the data by workflow/scripts/choose_tiles.py)",
+               "(kernels/tuned_tiles.csv, chosen from the data by workflow/scripts/tools/choose_tiles.py)",
                ""),
         Switch("heads_inner", "v13",
                "grid axis 0 = batch*head again (the article's v1 undone): with heavy_first, every head's heaviest "
@@ -248,11 +248,6 @@ FINAL = list(STAGES)[len(SWITCHES)]           # the article's last stage (v7)
 LAST = list(STAGES)[-1]                       # our last stage (the article's, then ours beyond it)
 ARTICLE_STAGES = tuple(STAGES)[:len(SWITCHES) + 1]
 OUR_STAGES = tuple(STAGES)[len(SWITCHES) + 1:]
-
-
-def is_ours(stage: str) -> bool:
-    """A stage beyond the article's."""
-    return stage in OUR_STAGES
 
 
 def launch_signature(switches: Iterable[str], D: int = 128, N: int | None = None) -> tuple:

@@ -3,7 +3,7 @@
 Snakemake's `resources: gpu=1` with `--resources gpu=N` lets at most N GPU jobs run at once; this gives each of
 them a different GPU, so that timing and profiling never share one.
 
-    python workflow/scripts/gpu_pin.py -- python workflow/scripts/bench.py ...
+    python -m pipeline.gpu_pin -- python workflow/scripts/measure/bench.py ...
 """
 from __future__ import annotations
 

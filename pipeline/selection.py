@@ -11,34 +11,25 @@ from kernels.stages import ARTICLE_STAGES as _ARTICLE_STAGES
 from kernels.stages import ARTICLE_TILE as _TILE
 from kernels.stages import BASELINE as _BASELINE
 from kernels.stages import FINAL as _FINAL
-from kernels.stages import LAST as _LAST
 from kernels.stages import OUR_STAGES as _OUR_STAGES
 from kernels.stages import SWITCHES as _SWITCHES
 from kernels.stages import default_tile as _default_tile
 from kernels.stages import extended as _extended
 from kernels.stages import stage_adding as _stage_adding
 from kernels.stages import without as _without
-from kernels.stages import (parse_switches_label, previous_stage, resolve_variant, stage_adding,  # noqa: F401
-                            switches_label, variant_name)
+from kernels.stages import parse_switches_label, resolve_variant, switches_label, variant_name  # noqa: F401
 
 HEADLINE = _HEADLINE.as_dict()
 ARTICLE_TILE = asdict(_TILE)
 STAGES = list(_ARTICLE_STAGES)                       # the article's stages (v0 ... v7)
 OUR_STAGES = list(_OUR_STAGES)                       # ours beyond it, on Hopper
 ALL_STAGES = STAGES + OUR_STAGES
-LAST = _LAST                                         # our last stage
 BASELINE, FINAL = _BASELINE, _FINAL                  # the article's first and last stages
 FINAL_NO_WS = _without(_FINAL, "warp_specialize")    # the final stage without warp specialization
 CAUSAL_SKIP_STAGE = _stage_adding("causal_skip")     # the stage that skips the blocks above the diagonal
 EXTENSION_VARIANTS = list(_extended(STAGES[-1]))  # our own variants beyond the article (v7+prescale_q)
 SWITCHES = list(_SWITCHES)                          # the article's switches, in its order
 TORCH = ["torch-flash", "torch-default", "torch-cudnn"]
-
-
-def leader(agg) -> str:
-    """Our leading stage: the fastest of ours across the lengths of the sweep (results/aggregate/leader.csv, written
-    by workflow/scripts/ours.py)."""
-    return str(pd.read_csv(agg / "leader.csv").stage.iloc[0])
 
 
 def where(df: pd.DataFrame, **kv) -> pd.Series:

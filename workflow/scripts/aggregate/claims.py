@@ -43,7 +43,6 @@ from pipeline import selection
 NEGLIGIBLE_PCT = 1.0   # a change under this is "no change", the article's and ours
 FACTOR = 2.0           # a change of the article's sign holds within this factor of its size
 RATIO_SLACK = 0.05     # the final ratio holds within 5% of the article's
-VERDICTS = ("holds", "partly", "does not hold", "not testable here", "not measured")
 
 
 def parse_variant(spec: str) -> tuple:
