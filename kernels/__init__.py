@@ -11,11 +11,11 @@ from .stages import (ARTICLE_TILE, BASELINE, FINAL, STAGES, SWITCHES, Stage, Swi
 
 _LAZY = {"attention": ".launcher", "plan_launch": ".launcher", "Launch": ".launcher",
          "TileNotSupportedError": ".launcher", "reference_attention": ".references", "sdpa": ".references",
-         "SDPA_BACKENDS": ".references", "plain_attention": ".references"}
+         "SDPA_BACKENDS": ".references", "plain_attention": ".references", "attention_op": ".op"}
 
 __all__ = ["attention", "plan_launch", "Launch", "TileNotSupportedError", "STAGES", "SWITCHES", "Stage", "Switch",
            "Tile", "ARTICLE_TILE", "BASELINE", "FINAL", "leave_one_out", "add_one_in", "variant_name",
-           "reference_attention", "sdpa", "plain_attention", "SDPA_BACKENDS"]
+           "reference_attention", "sdpa", "plain_attention", "SDPA_BACKENDS", "attention_op"]
 
 
 def __getattr__(name):

@@ -1,0 +1,57 @@
+"""The PyTorch operator on a GPU (run on the GPU machine with TRITON_INTERPRET=0; skipped elsewhere, saying why):
+a model around it compiled with torch.compile(fullgraph=True) gives the eager output, and a CUDA graph captured of it
+replays to the eager output, for the article's last stage and our leading one (host-made TMA descriptors)."""
+import os
+
+import pytest
+import torch
+
+from kernels.stages import FINAL
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1",
+                                reason="needs a CUDA GPU and TRITON_INTERPRET=0: run on the GPU machine")
+STAGES = [FINAL, "v13"]
+
+
+def model(stage):
+    from kernels import attention_op
+
+    def run(q, k, v):
+        return attention_op(q * 1.0, k, v, causal=True, stage=stage) + 1.0
+    return run
+
+
+def inputs(N=1000):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    return tuple(torch.randn(2, h, N, 128, device="cuda", generator=g).half() for h in (16, 8, 8))
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@torch.no_grad()
+def test_compiled_model_gives_the_eager_output(stage):
+    q, k, v = inputs()
+    eager = model(stage)(q, k, v)
+    compiled = torch.compile(model(stage), fullgraph=True)
+    assert torch.equal(compiled(q, k, v), eager)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@torch.no_grad()
+def test_cuda_graph_replay_gives_the_eager_output(stage):
+    q, k, v = inputs()
+    run = model(stage)
+    eager = run(q, k, v)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):                 # warm-up (compiles, caches the plan) off the capture
+        run(q, k, v)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = run(q, k, v)
+    q2, k2, v2 = (t.clone() for t in inputs())
+    for static, new in zip((q, k, v), (q2, k2, v2)):
+        static.copy_(new)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, eager)
