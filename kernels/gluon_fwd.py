@@ -91,7 +91,7 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                              warpgroup_mma_wait)
+                                                              warpgroup_mma_init, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 LOG2E = math.log2(math.e)
@@ -103,48 +103,66 @@ SUPPORTED_HEAD_DIMS = (64, 128)
 
 
 @gluon.jit
-def _issue_kv(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j, n_total, kv_b, kv_h,
-              BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
-    """Ask the TMA for the K and V tiles of key block j (if j < n_total) into ring buffer j % NUM_STAGES; each
-    barrier expects its tile's bytes."""
+def _issue_load(desc, smem, bars, j, n_total, kv_b, kv_h, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """Ask the TMA for the tile of key block j (K or V, as desc says), if j < n_total, into ring buffer
+    j % NUM_STAGES; that buffer's barrier expects the tile's bytes."""
     slot = j % NUM_STAGES
     pred = j < n_total
-    k_bar = k_bars.index(slot)
-    v_bar = v_bars.index(slot)
-    mbarrier.expect(k_bar, k_desc.block_type.nbytes, pred=pred)
-    tma.async_copy_global_to_shared(k_desc, [kv_b, kv_h, j * BLOCK_N, 0], k_bar, k_smem.index(slot), pred=pred)
-    mbarrier.expect(v_bar, v_desc.block_type.nbytes, pred=pred)
-    tma.async_copy_global_to_shared(v_desc, [kv_b, kv_h, j * BLOCK_N, 0], v_bar, v_smem.index(slot), pred=pred)
+    bar = bars.index(slot)
+    mbarrier.expect(bar, desc.block_type.nbytes, pred=pred)
+    tma.async_copy_global_to_shared(desc, [kv_b, kv_h, j * BLOCK_N, 0], bar, smem.index(slot), pred=pred)
 
 
 @gluon.jit
 def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j, n_total, kv_b, kv_h,
                offs_m, N, qk_scale,
                MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-               HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr,
+               HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr,
                s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
-    """Step j of the KV loop: the look-ahead loads of block j + NUM_STAGES - 1, then the online softmax on key block
-    j and its product with V, added into acc. MASKED: keys past N and, if causal, keys after the query row get
-    probability 0."""
-    # The buffer of block j - 1 is free (its products were waited for): refill it before this step's products.
-    _issue_kv(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j + NUM_STAGES - 1, n_total, kv_b, kv_h,
-              BLOCK_N, NUM_STAGES)
+    """Step j of the KV loop: the online softmax on key block j and its product with V, added into acc, with the
+    look-ahead loads of block j + NUM_STAGES - 1.
+
+    PV_IN_FLIGHT: acc comes in and goes out as the pending result of an asynchronous P V product (the previous
+    step's, or the zeros before the first), waited for together with this step's scores: one wait per step. Else
+    the P V product is waited for at the end of the step, and acc is a plain tensor. MASKED: keys past N and, if
+    causal, keys after the query row get probability 0.
+    """
     slot = j % NUM_STAGES
     phase = (j // NUM_STAGES) & 1
+    ahead = j + NUM_STAGES - 1      # the block whose tiles go into the buffers that block j - 1 used
+
+    # K's buffer of block j - 1 is free (its q k^T product was waited for in step j - 1): refill it first, and
+    # V's too unless block j - 1's P V product may still be reading it.
+    _issue_load(k_desc, k_smem, k_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
+    if not PV_IN_FLIGHT:
+        _issue_load(v_desc, v_smem, v_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
 
     # s = q @ k^T: Q and K^T (a transposed view of the K tile) from shared memory.
     mbarrier.wait(k_bars.index(slot), phase)
     k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
     s = warpgroup_mma(q_tile, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
                       use_acc=False, is_async=True)
-    s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+    if PV_IN_FLIGHT:
+        # One wait for the scores and the previous step's P V product (wgmma groups complete in order); then V's
+        # buffer of block j - 1 is free.
+        s, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s, acc))
+        _issue_load(v_desc, v_smem, v_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
+    else:
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
 
     if MASKED:
-        offs_n = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-        keep = offs_n[None, :] < N
+        # Key start_n + c is kept for a row when c <= the row's last key relative to this block: with a causal
+        # mask the row's own position, else N - 1 - start_n. One comparison per score, against a column index
+        # that does not change from step to step. With a causal mask no key past N is kept for a row below N (the
+        # key would come after the row); rows past N do keep such keys, whose K rows the TMA filled with zeros (a
+        # score of 0, finite) and whose outputs the TMA store drops.
+        start_n = j * BLOCK_N
+        cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         if IS_CAUSAL:
-            keep = keep & (offs_m[:, None] >= offs_n[None, :])
-        s = gl.where(keep, s, float("-inf"))
+            last = offs_m - start_n
+        else:
+            last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
+        s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
     p = gl.exp2(s * qk_scale - m_new[:, None])
     alpha = gl.exp2(m_i - m_new)
@@ -152,11 +170,12 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
     p_op = gl.convert_layout(p.to(k_desc.dtype), p_layout)
 
-    # acc += p @ v: P from registers, V from shared memory.
+    # acc += p @ v: P from registers, V from shared memory (left running into the next step if PV_IN_FLIGHT).
     mbarrier.wait(v_bars.index(slot), phase)
     v_tile = v_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
     acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    if not PV_IN_FLIGHT:
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
     return acc, l_i, m_new
 
 
@@ -181,6 +200,13 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                                        instr_shape=[16, HEAD_DIM, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
+
+    # Whether a step's P V product may run on into the next step, waited for with the next scores (one wait per
+    # step, as Triton pipelines v13): its P operand and accumulator then stay in registers while the next q k^T
+    # product is issued. Chosen when the three tiles (acc, S in float32, P in 16 bits) take at most 192 of a
+    # thread's 255 registers: 64x64 and 64x128 tiles at D = 128, and 128x64 at D = 64; a 128x64 tile at D = 128
+    # (224) waits for its P V product within the step, as it would spill otherwise.
+    PV_IN_FLIGHT: gl.constexpr = BLOCK_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
 
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers.
     q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
@@ -208,24 +234,29 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
     for i in gl.static_range(NUM_STAGES - 1):
-        _issue_kv(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
+        _issue_load(k_desc, k_smem, k_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
+        _issue_load(v_desc, v_smem, v_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
 
     offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_layout)
     l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    if PV_IN_FLIGHT:
+        acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM])
     mbarrier.wait(q_bar, 0)
 
     for j in range(0, n_free):
         acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j,
                                    n_total, off_b, kv_h, offs_m, N, qk_scale, False, IS_CAUSAL, BLOCK_M, BLOCK_N,
-                                   HEAD_DIM, NUM_STAGES, s_layout, o_layout, p_layout)
+                                   HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout)
     for j in range(n_free, n_total):
         acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j,
                                    n_total, off_b, kv_h, offs_m, N, qk_scale, True, IS_CAUSAL, BLOCK_M, BLOCK_N,
-                                   HEAD_DIM, NUM_STAGES, s_layout, o_layout, p_layout)
+                                   HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout)
 
+    if PV_IN_FLIGHT:
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))     # the last P V product
     mbarrier.invalidate(q_bar)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(k_bars.index(i))
@@ -331,7 +362,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
-                          options={"num_warps": num_warps, "num_stages": num_stages})
+                          options={"num_warps": num_warps})   # no num_stages: Gluon does no pipelining of its own
 
 
 def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS) -> None:
@@ -346,3 +377,8 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
     if block_m not in SUPPORTED_BLOCK_M or block_n not in SUPPORTED_BLOCK_N or num_stages not in SUPPORTED_STAGES:
         raise ValueError(f"the Gluon kernel supports block_m in {SUPPORTED_BLOCK_M}, block_n in {SUPPORTED_BLOCK_N} "
                          f"and num_stages in {SUPPORTED_STAGES}; got {block_m}x{block_n} with {num_stages} stages")
+    if block_m == 128 and block_n == 128:
+        # acc and S alone take 128 + 128 of a thread's registers at D = 128 (it spills hundreds), and it still
+        # spills at D = 64
+        raise ValueError("the Gluon kernel does not support 128x128 tiles with one warpgroup (they spill); "
+                         "use 128x64 or 64x128")
