@@ -36,32 +36,44 @@ head's heaviest block starts before any lighter one, and the short blocks fill t
 
 With a causal mask the KV loop stops at the diagonal: keys [0, min(N, (start_m + 1) * BLOCK_M)). It runs in two
 loops: the blocks wholly below the diagonal without a mask, then the blocks that touch it (and a ragged last block,
-N % BLOCK_N != 0) with one: keys past N and keys after their query row get probability 0. Without a causal mask the
-first loop takes every full block and the second only a ragged last one.
+N % BLOCK_N != 0) with one: keys after their query row, and keys past N, get probability 0 (with a causal mask the
+first condition implies the second for every row below N). Without a causal mask the first loop takes every full
+block and the second only a ragged last one.
 
 What the hardware does
 ----------------------
 
-- TMA (the Tensor Memory Accelerator) copies a whole tile between global and shared memory on its own, issued by one
-  thread from a descriptor: the tensor's base, shape and strides, made once on the host for the whole 4-D (B, H, N,
-  D) tensor (or (B, H_kv, N, D) for K and V). A tile is named by its coordinates (batch, head, row, 0) and its block
-  is [1, 1, rows, D], so a tile never leaves its (batch, head): rows past N read as zeros, and a store drops them.
-  A flattened (B*H*N, D) descriptor would instead read the next head's rows into the last, ragged tile, where a NaN
-  or Inf would leak through 0 * Inf into this head's output.
+- TMA (the Tensor Memory Accelerator) copies a whole tile between global and shared memory on its own, from a
+  descriptor: the tensor's base, shape and strides, made once on the host for the whole 4-D (B, H, N, D) tensor (or
+  (B, H_kv, N, D) for K and V). A tile is named by its coordinates (batch, head, row, 0) and its block is [1, 1,
+  rows, D], so a tile never leaves its (batch, head): rows past N read as zeros, and a store drops them. A
+  flattened (B*H*N, D) descriptor would instead read the next head's rows into the last, ragged tile, where a NaN
+  or Inf would leak through 0 * Inf into this head's output. The tiles are stored in shared memory with 128-byte
+  swizzling (the NVMMA layout the warpgroup MMA reads), which caps one TMA message at 128 bytes of a row: at D =
+  128 Gluon splits each copy into two 64-column messages, issued by one thread of each of the first two warps.
 - An mbarrier is a 64-bit counter in shared memory. ``mbarrier.expect`` tells it how many bytes a TMA load will
   bring; the copy engine counts them in, and when all have arrived the barrier completes its phase (its parity bit
   flips). ``mbarrier.wait(bar, phase)`` spins until the phase with that parity has completed. A barrier that is
   reused for every NUM_STAGES-th block therefore waits on parity (j // NUM_STAGES) & 1 for block j.
 - The K and V tiles go into a ring of NUM_STAGES shared buffers each, with one barrier per buffer (K and V apart, so
-  that q k^T can start before V has arrived). Step j of the KV loop first issues the loads of block j + NUM_STAGES -
-  1 into the buffer that block j - 1 used (its products have completed: each warpgroup MMA below is waited for),
-  then waits for block j's K: the loads run NUM_STAGES - 1 blocks ahead of the tensor cores.
+  that q k^T can start before V has arrived). Step j of the KV loop issues the loads of block j + NUM_STAGES - 1
+  into the buffers that block j - 1 used, as soon as the products that read them have completed: K's at the start
+  of the step, before its q k^T product; V's at the same place, or, while block j - 1's P V product may still run
+  (PV_IN_FLIGHT, below), right after the step's one wait. The loads run NUM_STAGES - 1 blocks ahead of the tensor
+  cores. Gluon puts a CTA barrier (bar.sync) before each load, so that no warp still reads the buffer: a
+  warpgroup MMA's wait tells a warp that its own part is done, not the other warps'.
 - Hopper's warpgroup MMA (wgmma, HGMMA in the machine code) is issued by all 128 threads of a warpgroup together and
-  runs asynchronously: ``warpgroup_mma(..., is_async=True)`` returns at once and ``warpgroup_mma_wait`` waits for
-  it. The B operand is read from shared memory, through a descriptor of its NVMMA-swizzled layout (K^T is a
-  transposed view of the K tile: no data moves); the A operand comes from shared memory (Q, for q k^T) or from
-  registers (P, for P V). The accumulator lives in registers, in the MMA's own layout (NVMMADistributedLayout
-  version 3: each warp owns 16 rows of every 64, each thread pairs of columns).
+  runs asynchronously: ``warpgroup_mma(..., is_async=True)`` returns at once and ``warpgroup_mma_wait(n)`` waits
+  (WARPGROUP.DEPBAR) until at most n of the warpgroup's products, the latest ones, are still running. The B
+  operand is read from shared memory, through a descriptor of its NVMMA-swizzled layout (K^T is a transposed view
+  of the K tile: no data moves); the A operand comes from shared memory (Q, for q k^T) or from registers (P, for
+  P V). The accumulator lives in registers, in the MMA's own layout (NVMMADistributedLayout version 3: each warp
+  owns 16 rows of every 64, each thread pairs of columns). A 128-row tile is two 64-row instructions per k-step.
+- PV_IN_FLIGHT: a step's P V product is left running into the next step and waited for together with the next
+  scores, so that the tensor cores go from one product to the next without waiting for the warps' loop overhead
+  in between: one wait per step, as Triton's own pipeliner builds v13's loop. P and the accumulator stay in
+  registers meanwhile, which a 128x64 tile at D = 128 cannot afford (it would spill): there each product is waited
+  for in its own step, two waits per step.
 - P goes to the P V product from registers. The scores' accumulator layout (instruction 16 x BLOCK_N x 16) and the
   A-operand layout of the P V product (DotOperandLayout of the output's accumulator, instruction 16 x HEAD_DIM x
   16, k_width 2) put the same rows and columns in the same thread, so after rounding to 16 bits the conversion is a
@@ -75,13 +87,14 @@ The code
 --------
 
 ``_gluon_attn_fwd`` sets the schedule, the layouts and the shared buffers, issues Q's load and the first K/V
-loads, runs the unmasked then the masked steps (``_attn_step``, which issues the look-ahead load with
-``_issue_kv``), and stores O. The step counter j runs on from the first loop into the second, so the ring and its
+loads, runs the unmasked then the masked steps (``_attn_step``, which issues the look-ahead loads with
+``_issue_load``), and stores O. The step counter j runs on from the first loop into the second, so the ring and its
 barrier phases are shared by both. Gluon inlines every ``@gluon.jit`` helper.
 
 The host side: ``descriptors`` makes the four TMA descriptors with the shared layouts the kernel expects, ``grid``
-the launch grid; ``compile_for`` compiles the kernel for an architecture without a GPU, specialized as the JIT
-would specialize it, for the build step to read its machine code.
+the launch grid, ``kernel_args`` every parameter of a call; ``compile_for`` compiles the kernel for sm_90 without a
+GPU, specialized as the JIT would specialize it, for the build step to read its machine code; ``forward`` launches
+it (for a first check on the GPU; the project's launcher checks the inputs).
 """
 from __future__ import annotations
 
@@ -246,7 +259,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM])
     mbarrier.wait(q_bar, 0)
 
-    for j in range(0, n_free):
+    for j in range(n_free):
         acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j,
                                    n_total, off_b, kv_h, offs_m, N, qk_scale, False, IS_CAUSAL, BLOCK_M, BLOCK_N,
                                    HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout)
@@ -257,10 +270,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
 
     if PV_IN_FLIGHT:
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))     # the last P V product
-    mbarrier.invalidate(q_bar)
-    for i in gl.static_range(NUM_STAGES):
-        mbarrier.invalidate(k_bars.index(i))
-        mbarrier.invalidate(v_bars.index(i))
+    # (The barriers are not invalidated: PTX asks for that only before their memory is used for something else,
+    # and here it never is; each invalidation would cost a CTA barrier.)
 
     # O = acc / l_i, through Q's buffer (free: the last q k^T product has completed) and a TMA store.
     out = acc / gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))[:, None]
@@ -307,7 +318,7 @@ def grid(B: int, H: int, N: int, block_m: int) -> tuple:
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
                 sm_scale: float | None = None) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes)."""
-    B, H, N, D = q.shape
+    _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
@@ -349,6 +360,8 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
+    if arch != 90:
+        raise ValueError(f"the Gluon kernel uses Hopper's warpgroup MMA (wgmma, sm_90a only); got sm_{arch}")
     if hasattr(shape, "as_dict"):
         shape = (shape.B, shape.H, shape.H_kv, shape.N, shape.D)
     B, H, H_kv, N, D = shape
@@ -382,3 +395,19 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
         # spills at D = 64
         raise ValueError("the Gluon kernel does not support 128x128 tiles with one warpgroup (they spill); "
                          "use 128x64 or 64x128")
+
+
+def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int = 64, block_n: int = 64,
+            num_stages: int = 3, out=None):
+    """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
+    (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
+    k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
+    strides multiples of 16 bytes. Returns out (a fresh tensor like q unless given)."""
+    import torch
+    B, H, N, D = q.shape
+    check_config(D, q.dtype, block_m, block_n, num_stages)
+    if out is None:
+        out = torch.empty_like(q)
+    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale)
+    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, num_warps=NUM_WARPS)
+    return out
