@@ -196,6 +196,13 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
 def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                     NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr):
+    """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
+
+    q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
+    v_desc: of the (B, H // GROUP, N, HEAD_DIM) tensors, block [1, 1, BLOCK_N, HEAD_DIM]; all with the NVMMA shared
+    layout of `shared_layout` (``descriptors`` makes them). qk_scale: the softmax scale times log2(e), positive.
+    Launched on exactly ``grid(B, H, N, BLOCK_M)`` with 4 warps: the query block is read from the grid's size.
+    """
     dtype: gl.constexpr = q_desc.dtype
 
     # The schedule: batch*head on axis 0, the query block on axis 1, reversed (the heaviest first).
@@ -311,7 +318,8 @@ def descriptors(q, k, v, out, block_m: int, block_n: int) -> tuple:
 
 
 def grid(B: int, H: int, N: int, block_m: int) -> tuple:
-    """The launch grid: (batch*head, query blocks); the kernel reverses the query blocks itself."""
+    """The launch grid: (batch*head, query blocks); the kernel reverses the query blocks itself, from the grid's
+    size along axis 1 (so a launch must use exactly this grid; axis 1 is at most 65535: N <= 65535 * block_m)."""
     return (B * H, triton.cdiv(N, block_m))
 
 
