@@ -1,0 +1,421 @@
+"""
+Fused attention forward (FlashAttention-2) in Gluon, with v13's schedule
+=========================================================================
+
+The same algorithm and the same schedule as stage v13 of ``kernels.flash_fwd`` (heads_inner, heavy_first,
+host_descriptors, tuned_tiles), written in Triton's Gluon dialect (``triton.experimental.gluon``) instead of Triton:
+the language change alone. Triton decides the layouts, the shared buffers, the software pipeline and the waits for
+the kernel; Gluon leaves every one of them to the program, which says what the hardware does and in which order.
+There is no warp specialization: one warpgroup (4 warps, 128 threads) does everything, as in v13.
+
+The algorithm
+-------------
+
+A program owns BLOCK_M rows of Q of one (batch, head) and walks the keys and values BLOCK_N rows at a time, keeping
+per query row the running maximum ``m_i`` of the scaled scores, the running sum ``l_i`` of their exponentials and
+the running output ``acc``, all in float32 (``kernels.flash_fwd`` gives the derivation):
+
+    s     = q @ k^T                          (warpgroup MMA, float32 accumulate)
+    m_new = max(m_i, rowmax(s) * qk_scale)
+    p     = exp2(s * qk_scale - m_new)       (one FFMA and one MUFU.EX2 per score)
+    alpha = exp2(m_i - m_new)
+    l_i   = l_i * alpha + rowsum(p)
+    acc   = acc * alpha + p.to(fp16/bf16) @ v
+    out   = acc / l_i                        (after the last step)
+
+The host folds log2(e) into ``qk_scale`` (softmax scale x log2(e)), so the exponential is the hardware's base-2
+one and the scale costs nothing beyond the FFMA that subtracts the maximum. Query head h reads key/value head
+h // GROUP (grouped-query attention; K and V are never repeated).
+
+The schedule (v13's)
+--------------------
+
+Grid (B*H, cdiv(N, BLOCK_M)). Axis 0, which the GPU launches fastest, is batch*head; axis 1 is the query block,
+reversed: program_id(1) = 0 is the last query block, which under a causal mask has the most keys to visit. Every
+head's heaviest block starts before any lighter one, and the short blocks fill the gaps at the end.
+
+With a causal mask the KV loop stops at the diagonal: keys [0, min(N, (start_m + 1) * BLOCK_M)). It runs in two
+loops: the blocks wholly below the diagonal without a mask, then the blocks that touch it (and a ragged last block,
+N % BLOCK_N != 0) with one: keys after their query row, and keys past N, get probability 0 (with a causal mask the
+first condition implies the second for every row below N). Without a causal mask the first loop takes every full
+block and the second only a ragged last one.
+
+What the hardware does
+----------------------
+
+- TMA (the Tensor Memory Accelerator) copies a whole tile between global and shared memory on its own, from a
+  descriptor: the tensor's base, shape and strides, made once on the host for the whole 4-D (B, H, N, D) tensor (or
+  (B, H_kv, N, D) for K and V). A tile is named by its coordinates (batch, head, row, 0) and its block is [1, 1,
+  rows, D], so a tile never leaves its (batch, head): rows past N read as zeros, and a store drops them. A
+  flattened (B*H*N, D) descriptor would instead read the next head's rows into the last, ragged tile, where a NaN
+  or Inf would leak through 0 * Inf into this head's output. The tiles are stored in shared memory with 128-byte
+  swizzling (the NVMMA layout the warpgroup MMA reads), which caps one TMA message at 128 bytes of a row: at D =
+  128 Gluon splits each copy into two 64-column messages, issued by one thread of each of the first two warps.
+- An mbarrier is a 64-bit counter in shared memory. ``mbarrier.expect`` tells it how many bytes a TMA load will
+  bring; the copy engine counts them in, and when all have arrived the barrier completes its phase (its parity bit
+  flips). ``mbarrier.wait(bar, phase)`` spins until the phase with that parity has completed. A barrier that is
+  reused for every NUM_STAGES-th block therefore waits on parity (j // NUM_STAGES) & 1 for block j.
+- The K and V tiles go into a ring of NUM_STAGES shared buffers each, with one barrier per buffer (K and V apart, so
+  that q k^T can start before V has arrived). Step j of the KV loop issues the loads of block j + NUM_STAGES - 1
+  into the buffers that block j - 1 used, as soon as the products that read them have completed: K's at the start
+  of the step, before its q k^T product; V's at the same place, or, while block j - 1's P V product may still run
+  (PV_IN_FLIGHT, below), right after the step's one wait. The loads run NUM_STAGES - 1 blocks ahead of the tensor
+  cores. Gluon puts a CTA barrier (bar.sync) before each load, so that no warp still reads the buffer: a
+  warpgroup MMA's wait tells a warp that its own part is done, not the other warps'.
+- Hopper's warpgroup MMA (wgmma, HGMMA in the machine code) is issued by all 128 threads of a warpgroup together and
+  runs asynchronously: ``warpgroup_mma(..., is_async=True)`` returns at once and ``warpgroup_mma_wait(n)`` waits
+  (WARPGROUP.DEPBAR) until at most n of the warpgroup's products, the latest ones, are still running. The B
+  operand is read from shared memory, through a descriptor of its NVMMA-swizzled layout (K^T is a transposed view
+  of the K tile: no data moves); the A operand comes from shared memory (Q, for q k^T) or from registers (P, for
+  P V). The accumulator lives in registers, in the MMA's own layout (NVMMADistributedLayout version 3: each warp
+  owns 16 rows of every 64, each thread pairs of columns). A 128-row tile is two 64-row instructions per k-step.
+- PV_IN_FLIGHT: a step's P V product is left running into the next step and waited for together with the next
+  scores, so that the tensor cores go from one product to the next without waiting for the warps' loop overhead
+  in between: one wait per step, as Triton's own pipeliner builds v13's loop. P and the accumulator stay in
+  registers meanwhile, which a 128x64 tile at D = 128 cannot afford (it would spill): there each product is waited
+  for in its own step, two waits per step.
+- P goes to the P V product from registers. The scores' accumulator layout (instruction 16 x BLOCK_N x 16) and the
+  A-operand layout of the P V product (DotOperandLayout of the output's accumulator, instruction 16 x HEAD_DIM x
+  16, k_width 2) put the same rows and columns in the same thread, so after rounding to 16 bits the conversion is a
+  renaming of registers, not a trip through shared memory. The row statistics (m_i, l_i, alpha) live in the slice
+  of that layout along the columns: a row's values are held by the four threads that share it, and the row
+  reductions (max, sum) are two warp shuffles.
+- O leaves through shared memory (Q's buffer, free after the last q k^T product) and a TMA store; rows past N are
+  dropped by the copy engine.
+
+The code
+--------
+
+``_gluon_attn_fwd`` sets the schedule, the layouts and the shared buffers, issues Q's load and the first K/V
+loads, runs the unmasked then the masked steps (``_attn_step``, which issues the look-ahead loads with
+``_issue_load``), and stores O. The step counter j runs on from the first loop into the second, so the ring and its
+barrier phases are shared by both. Gluon inlines every ``@gluon.jit`` helper.
+
+The host side: ``descriptors`` makes the four TMA descriptors with the shared layouts the kernel expects, ``grid``
+the launch grid, ``kernel_args`` every parameter of a call; ``compile_for`` compiles the kernel for sm_90 without a
+GPU, specialized as the JIT would specialize it, for the build step to read its machine code; ``forward`` launches
+it (for a first check on the GPU; the project's launcher checks the inputs).
+"""
+from __future__ import annotations
+
+import math
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_init, warpgroup_mma_wait)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+LOG2E = math.log2(math.e)
+NUM_WARPS = 4               # one warpgroup: the kernel's layouts assume it
+SUPPORTED_BLOCK_M = (64, 128)
+SUPPORTED_BLOCK_N = (64, 128)
+SUPPORTED_STAGES = (2, 3)
+SUPPORTED_HEAD_DIMS = (64, 128)
+
+
+@gluon.jit
+def _issue_load(desc, smem, bars, j, n_total, kv_b, kv_h, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """Ask the TMA for the tile of key block j (K or V, as desc says), if j < n_total, into ring buffer
+    j % NUM_STAGES; that buffer's barrier expects the tile's bytes."""
+    slot = j % NUM_STAGES
+    pred = j < n_total
+    bar = bars.index(slot)
+    mbarrier.expect(bar, desc.block_type.nbytes, pred=pred)
+    tma.async_copy_global_to_shared(desc, [kv_b, kv_h, j * BLOCK_N, 0], bar, smem.index(slot), pred=pred)
+
+
+@gluon.jit
+def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j, n_total, kv_b, kv_h,
+               offs_m, N, qk_scale,
+               MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+               HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr,
+               s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
+    """Step j of the KV loop: the online softmax on key block j and its product with V, added into acc, with the
+    look-ahead loads of block j + NUM_STAGES - 1.
+
+    PV_IN_FLIGHT: acc comes in and goes out as the pending result of an asynchronous P V product (the previous
+    step's, or the zeros before the first), waited for together with this step's scores: one wait per step. Else
+    the P V product is waited for at the end of the step, and acc is a plain tensor. MASKED: keys past N and, if
+    causal, keys after the query row get probability 0.
+    """
+    slot = j % NUM_STAGES
+    phase = (j // NUM_STAGES) & 1
+    ahead = j + NUM_STAGES - 1      # the block whose tiles go into the buffers that block j - 1 used
+
+    # K's buffer of block j - 1 is free (its q k^T product was waited for in step j - 1): refill it first, and
+    # V's too unless block j - 1's P V product may still be reading it.
+    _issue_load(k_desc, k_smem, k_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
+    if not PV_IN_FLIGHT:
+        _issue_load(v_desc, v_smem, v_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
+
+    # s = q @ k^T: Q and K^T (a transposed view of the K tile) from shared memory.
+    mbarrier.wait(k_bars.index(slot), phase)
+    k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
+    s = warpgroup_mma(q_tile, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                      use_acc=False, is_async=True)
+    if PV_IN_FLIGHT:
+        # One wait for the scores and the previous step's P V product (wgmma groups complete in order); then V's
+        # buffer of block j - 1 is free.
+        s, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s, acc))
+        _issue_load(v_desc, v_smem, v_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
+    else:
+        s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+
+    if MASKED:
+        # Key start_n + c is kept for a row when c <= the row's last key relative to this block: with a causal
+        # mask the row's own position, else N - 1 - start_n. One comparison per score, against a column index
+        # that does not change from step to step. With a causal mask no key past N is kept for a row below N (the
+        # key would come after the row); rows past N do keep such keys, whose K rows the TMA filled with zeros (a
+        # score of 0, finite) and whose outputs the TMA store drops.
+        start_n = j * BLOCK_N
+        cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        if IS_CAUSAL:
+            last = offs_m - start_n
+        else:
+            last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
+        s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+    p = gl.exp2(s * qk_scale - m_new[:, None])
+    alpha = gl.exp2(m_i - m_new)
+    l_i = l_i * alpha + gl.sum(p, 1)
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+    p_op = gl.convert_layout(p.to(k_desc.dtype), p_layout)
+
+    # acc += p @ v: P from registers, V from shared memory (left running into the next step if PV_IN_FLIGHT).
+    mbarrier.wait(v_bars.index(slot), phase)
+    v_tile = v_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
+    acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
+    if not PV_IN_FLIGHT:
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    return acc, l_i, m_new
+
+
+@gluon.jit
+def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
+                    HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr):
+    """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
+
+    q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
+    v_desc: of the (B, H // GROUP, N, HEAD_DIM) tensors, block [1, 1, BLOCK_N, HEAD_DIM]; all with the NVMMA shared
+    layout of `shared_layout` (``descriptors`` makes them). qk_scale: the softmax scale times log2(e), positive.
+    Launched on exactly ``grid(B, H, N, BLOCK_M)`` with 4 warps: the query block is read from the grid's size.
+    """
+    dtype: gl.constexpr = q_desc.dtype
+
+    # The schedule: batch*head on axis 0, the query block on axis 1, reversed (the heaviest first).
+    off_bh = gl.program_id(0)
+    start_m = gl.num_programs(1) - 1 - gl.program_id(1)
+    off_b = off_bh // H
+    off_h = off_bh % H
+    kv_h = off_h // GROUP
+
+    # The register layouts: the two products' accumulators (one warpgroup, warps stacked along the rows), P as the
+    # A operand of the second, and the per-row statistics.
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
+
+    # Whether a step's P V product may run on into the next step, waited for with the next scores (one wait per
+    # step, as Triton pipelines v13): its P operand and accumulator then stay in registers while the next q k^T
+    # product is issued. Chosen when the three tiles (acc, S in float32, P in 16 bits) take at most 192 of a
+    # thread's 255 registers: 64x64 and 64x128 tiles at D = 128, and 128x64 at D = 64; a 128x64 tile at D = 128
+    # (224) waits for its P V product within the step, as it would spill otherwise.
+    PV_IN_FLIGHT: gl.constexpr = BLOCK_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
+
+    # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers.
+    q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    k_bars = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    v_bars = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(k_bars.index(i), count=1)
+        mbarrier.init(v_bars.index(i), count=1)
+    fence_async_shared()
+
+    # The loop bounds: key blocks [0, n_free) need no mask, [n_free, n_total) do.
+    if IS_CAUSAL:
+        hi = gl.minimum(N, (start_m + 1) * BLOCK_M)
+        n_free = (start_m * BLOCK_M) // BLOCK_N
+    else:
+        hi = N
+        n_free = N // BLOCK_N
+    n_total = gl.cdiv(hi, BLOCK_N)
+
+    # Q once, then the first NUM_STAGES - 1 key blocks.
+    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
+    for i in gl.static_range(NUM_STAGES - 1):
+        _issue_load(k_desc, k_smem, k_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
+        _issue_load(v_desc, v_smem, v_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
+
+    offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_layout)
+    l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    if PV_IN_FLIGHT:
+        acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
+    q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM])
+    mbarrier.wait(q_bar, 0)
+
+    for j in range(n_free):
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j,
+                                   n_total, off_b, kv_h, offs_m, N, qk_scale, False, IS_CAUSAL, BLOCK_M, BLOCK_N,
+                                   HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout)
+    for j in range(n_free, n_total):
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j,
+                                   n_total, off_b, kv_h, offs_m, N, qk_scale, True, IS_CAUSAL, BLOCK_M, BLOCK_N,
+                                   HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout)
+
+    if PV_IN_FLIGHT:
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))     # the last P V product
+    # (The barriers are not invalidated: PTX asks for that only before their memory is used for something else,
+    # and here it never is; each invalidation would cost a CTA barrier.)
+
+    # O = acc / l_i, through Q's buffer (free: the last q k^T product has completed) and a TMA store.
+    out = acc / gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))[:, None]
+    q_tile.store(out.to(dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_smem)
+    tma.store_wait(pendings=0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The host side
+# ---------------------------------------------------------------------------------------------------------------
+
+def shared_layout(rows: int, head_dim: int, dtype) -> gl.NVMMASharedLayout:
+    """The shared layout of one [1, 1, rows, head_dim] TMA tile (and of the kernel's buffer for it): NVMMA
+    swizzling, the widest the row allows (128 bytes at D = 64 and 128 in 16 bits)."""
+    return gl.NVMMASharedLayout.get_default_for([1, 1, rows, head_dim], dtype)
+
+
+def _gl_dtype(torch_dtype):
+    import torch
+    return {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}[torch_dtype]
+
+
+def descriptors(q, k, v, out, block_m: int, block_n: int) -> tuple:
+    """Host TMA descriptors (Gluon's TensorDescriptor) of q, k, v and out, whole 4-D (B, heads, N, D) tensors; a
+    block is one (batch, head)'s block_m rows of q and out, or block_n rows of k and v. A dimension of size 1 is
+    never stepped over: it gets a stride that TMA accepts (D elements), as in kernels.launcher.host_descriptors."""
+    D = q.shape[-1]
+    dt = _gl_dtype(q.dtype)
+
+    def strides(t):
+        return [st if n > 1 else D for st, n in zip(t.stride()[:-1], t.shape[:-1])] + [1]
+
+    return tuple(TensorDescriptor(t, list(t.shape), strides(t), [1, 1, rows, D], shared_layout(rows, D, dt))
+                 for t, rows in ((q, block_m), (k, block_n), (v, block_n), (out, block_m)))
+
+
+def grid(B: int, H: int, N: int, block_m: int) -> tuple:
+    """The launch grid: (batch*head, query blocks); the kernel reverses the query blocks itself, from the grid's
+    size along axis 1 (so a launch must use exactly this grid; axis 1 is at most 65535: N <= 65535 * block_m)."""
+    return (B * H, triton.cdiv(N, block_m))
+
+
+def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
+                sm_scale: float | None = None) -> dict:
+    """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes)."""
+    _, H, N, D = q.shape
+    H_kv = k.shape[1]
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n)
+    return dict(q_desc=q_desc, k_desc=k_desc, v_desc=v_desc, o_desc=o_desc, qk_scale=float(sm_scale) * LOG2E,
+                H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
+                IS_CAUSAL=bool(causal))
+
+
+def specialize(kwargs: dict) -> tuple:
+    """(signature, constexprs, attrs) of `_gluon_attn_fwd` for these arguments, as Triton's JIT computes them: a
+    descriptor becomes 'tensordesc<fp16[1, 1, 64, 128],NVMMASharedLayout(...)>', an integer 'i32' (with its
+    divisibility by 16 as an attribute) or, equal to 1, a constant."""
+    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.runtime.jit import native_specialize_impl
+
+    signature, constexprs, attrs = {}, {}, {}
+    for i, param in enumerate(_gluon_attn_fwd.params):
+        value = kwargs[param.name]
+        if param.is_constexpr:
+            signature[param.name] = "constexpr"
+            constexprs[(i,)] = value
+            continue
+        ty, spec = native_specialize_impl(CUDABackend, value, False, True, True)
+        signature[param.name] = ty
+        if ty == "constexpr":
+            constexprs[(i,)] = spec
+        elif spec:
+            attrs[(i,)] = CUDABackend.parse_attr(spec)
+    return signature, constexprs, attrs
+
+
+def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
+                num_stages: int = 3, num_warps: int = NUM_WARPS):
+    """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
+    of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name.
+    Returns Triton's CompiledKernel (.asm["ttgir"], ["ptx"], ["cubin"]; .metadata.shared)."""
+    import torch
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    if arch != 90:
+        raise ValueError(f"the Gluon kernel uses Hopper's warpgroup MMA (wgmma, sm_90a only); got sm_{arch}")
+    if hasattr(shape, "as_dict"):
+        shape = (shape.B, shape.H, shape.H_kv, shape.N, shape.D)
+    B, H, H_kv, N, D = shape
+    dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    check_config(D, dt, block_m, block_n, num_stages, num_warps)
+    # Tensors on the meta device: no memory, and an address of 0, which is 16-byte aligned like a real one.
+    q = torch.empty((B, H, N, D), dtype=dt, device="meta")
+    k = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
+    v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
+    kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages)
+    signature, constexprs, attrs = specialize(kwargs)
+    return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
+                          target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": num_warps})   # no num_stages: Gluon does no pipelining of its own
+
+
+def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS) -> None:
+    """Raise ValueError for a head dim, dtype or tile the kernel does not support."""
+    import torch
+    if dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"the Gluon kernel takes float16 or bfloat16, got {dtype}")
+    if D not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
+    if num_warps != NUM_WARPS:
+        raise ValueError(f"the Gluon kernel runs one warpgroup (num_warps={NUM_WARPS}), got num_warps={num_warps}")
+    if block_m not in SUPPORTED_BLOCK_M or block_n not in SUPPORTED_BLOCK_N or num_stages not in SUPPORTED_STAGES:
+        raise ValueError(f"the Gluon kernel supports block_m in {SUPPORTED_BLOCK_M}, block_n in {SUPPORTED_BLOCK_N} "
+                         f"and num_stages in {SUPPORTED_STAGES}; got {block_m}x{block_n} with {num_stages} stages")
+    if block_m == 128 and block_n == 128:
+        # acc and S alone take 128 + 128 of a thread's registers at D = 128 (it spills hundreds), and it still
+        # spills at D = 64
+        raise ValueError("the Gluon kernel does not support 128x128 tiles with one warpgroup (they spill); "
+                         "use 128x64 or 64x128")
+
+
+def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int = 64, block_n: int = 64,
+            num_stages: int = 3, out=None):
+    """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
+    (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
+    k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
+    strides multiples of 16 bytes. Returns out (a fresh tensor like q unless given)."""
+    import torch
+    B, H, N, D = q.shape
+    check_config(D, q.dtype, block_m, block_n, num_stages)
+    if out is None:
+        out = torch.empty_like(q)
+    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale)
+    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, num_warps=NUM_WARPS)
+    return out
