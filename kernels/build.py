@@ -33,7 +33,7 @@ from .launcher import TileNotSupportedError, _compile_failure, plan_launch
 from .flash_fwd import _attn_fwd
 from .gpus import ARCHS, blocks_per_sm
 from .shapes import HEADLINE, Shape
-from .stages import STAGES, Tile, default_tile, named_variants, resolve_variant, stage_of, switches_label
+from .stages import STAGES, Tile, default_tile, is_gluon, named_variants, resolve_variant, stage_of, switches_label
 
 NVIDIA_BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
@@ -60,8 +60,27 @@ def specialize(launch) -> tuple:
     return signature, constexprs, attrs
 
 
+def compile_gluon(switches: frozenset, arch: int, tile: Tile, shape: Shape):
+    """Compile a Gluon variant (kernels/gluon_fwd.py) for sm_90; any other architecture, head dim or tile it does not
+    take is a refusal, with the reason."""
+    from . import gluon_fwd
+    label = stage_of(switches) or switches_label(switches)
+    if arch != 90:
+        raise TileNotSupportedError(f"{label}: a Gluon stage is built of Hopper's warpgroup MMA and TMA: sm_90 only, "
+                                    f"not sm_{arch}")
+    try:
+        return gluon_fwd.compile_for(arch, shape, shape.dtype, shape.causal, tile.block_m, tile.block_n,
+                                     tile.num_stages, tile.num_warps)
+    except Exception as err:  # a tile or shape the kernel does not take, or a refusal of Gluon's compiler
+        raise TileNotSupportedError(f"{label}: Gluon cannot build this variant at tile {tile.label()}: "
+                                    f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"
+                                    ) from err
+
+
 def compile_variant(switches: frozenset, arch: int, tile: Tile, shape: Shape = HEADLINE):
     """Compile one variant for sm_<arch>; returns Triton's CompiledKernel or raises TileNotSupportedError."""
+    if is_gluon(switches):
+        return compile_gluon(switches, arch, tile, shape)
     q, k, v = shape.tensors(fill="empty")
     launch = plan_launch(q, k, v, torch.empty_like(q), causal=shape.causal, switches=switches,
                          block_m=tile.block_m, block_n=tile.block_n, num_warps=tile.num_warps,

@@ -74,6 +74,20 @@ def check_known_miscompiles(label: str, switches: frozenset, device: torch.devic
                          f"turn one of the two switches off")
 
 
+def check_gluon_device(label: str, q: torch.Tensor) -> None:
+    """A Gluon stage runs on a CUDA GPU of compute capability 9 (Hopper) only: Gluon does not run in Triton's
+    interpreter, and its kernel is built of Hopper's warpgroup MMA and TMA."""
+    from .stages import TRITON_STAGES
+    if q.device.type != "cuda":
+        raise ValueError(f"{label} is a Gluon kernel, which runs on a CUDA GPU only (Gluon does not run in Triton's "
+                         f"interpreter): the tensors are on {q.device}; use a Triton stage there, e.g. "
+                         f"{TRITON_STAGES[-1]} or v13")
+    major, minor = torch.cuda.get_device_capability(q.device)
+    if major != 9:
+        raise ValueError(f"{label} is a Gluon kernel for Hopper (compute capability 9.x); this GPU is {major}.{minor}: "
+                         f"use a Triton stage, e.g. v13")
+
+
 def check_runnable(q: torch.Tensor) -> None:
     """The kernel runs on the current CUDA device, or on the CPU under Triton's interpreter."""
     if q.device.type != "cuda":

@@ -12,8 +12,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import inputs
 from .flash_fwd import _attn_fwd
-from .stages import (FINAL, ALL_SWITCHES, Tile, check_switches, default_tile, frozen_switches, get_stage,
-                     head_group_size, register_cap, variant_name)
+from .stages import (FINAL, ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switches, default_tile, frozen_switches,
+                     get_stage, head_group_size, is_gluon, register_cap, variant_name)
 
 LOG2E = math.log2(math.e)
 TENSOR_ARGS = ("Q", "K", "V", "Out")  # the kernel's first four parameters: tensors, or TMA descriptors of them
@@ -26,7 +26,8 @@ class TileNotSupportedError(RuntimeError):
 
 @dataclass(frozen=True)
 class Launch:
-    """Everything one launch of `_attn_fwd` needs: the build step compiles exactly this."""
+    """Everything one launch of the kernel needs (`_attn_fwd`, or the Gluon kernel for a Gluon variant): the build
+    step compiles exactly this."""
 
     label: str          # stage or variant name, for messages
     switches: frozenset
@@ -35,7 +36,20 @@ class Launch:
     kwargs: dict        # every kernel parameter by name, run-time values and constexprs
 
     @property
+    def gluon(self) -> bool:
+        return is_gluon(self.switches)
+
+    @property
+    def kernel(self):
+        if self.gluon:
+            from .gluon_fwd import _gluon_attn_fwd
+            return _gluon_attn_fwd
+        return _attn_fwd
+
+    @property
     def options(self) -> dict:
+        if self.gluon:
+            return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages}
         cap = register_cap(self.switches, self.tile)
         return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages,
                 **({"maxnreg": cap} if cap else {})}
@@ -77,6 +91,8 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         inputs.check_rows_contiguous(label, q=q, k=k, v=v, out=out)
     if "tma" in switches:
         inputs.check_tma(label, q=q, k=k, v=v, out=out)
+    if is_gluon(switches):
+        return _plan_gluon(label, switches, t, q, k, v, out, causal, float(sm_scale))
     on = {}     # kernel flag -> on; two switches may set one flag (q_in_registers and prescale_q: PRESCALE_Q)
     for name, sw in ALL_SWITCHES.items():
         if sw.kernel_arg:
@@ -104,6 +120,29 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
             kwargs[f"stride_{prefix}{axis}"] = s
     kwargs.update(H=H, GROUP=H // H_kv, N=N, HEAD_GROUP=head_group, HEAD_DIM=D, BLOCK_M=t.block_m,
                   BLOCK_N=t.block_n, IS_CAUSAL=causal, **on)
+    return Launch(label, switches, t, grid, kwargs)
+
+
+def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
+    """The launch of a Gluon variant (kernels/gluon_fwd.py): a CUDA GPU of compute capability 9 only, the Gluon
+    kernel's own switches on top of v13's schedule only, and the head dims, dtypes and tiles it takes."""
+    if switches - set(GLUON) != GLUON_BASE:
+        extra, missing = sorted(switches - set(GLUON) - GLUON_BASE), sorted(GLUON_BASE - switches)
+        raise ValueError(f"{label}: the Gluon kernel has one schedule, v13's switches; a Gluon variant turns only the "
+                         f"Gluon switches {list(GLUON)} on or off (this one adds {extra} and lacks {missing}); "
+                         f"for other Triton switches use a Triton stage")
+    inputs.check_gluon_device(label, q)
+    from . import gluon_fwd
+    try:
+        gluon_fwd.check_config(q.shape[-1], q.dtype, t.block_m, t.block_n, t.num_stages, t.num_warps)
+    except ValueError as err:       # a refusal, as Triton's of a tile: the caller chooses another stage or tile
+        raise TileNotSupportedError(f"{label}: {err}; use a Triton stage (e.g. v13) for this call") from None
+    B, H, N, _ = q.shape
+    grid = gluon_fwd.grid(B, H, N, t.block_m)
+    if grid[1] > inputs.MAX_GRID_AXIS1:
+        raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
+                         f"split the sequence, or use a larger block_m")
+    kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale)
     return Launch(label, switches, t, grid, kwargs)
 
 
@@ -160,7 +199,7 @@ def launch_kernel(launch: Launch):
     if launch.kwargs.get("USE_TMA"):
         _ensure_allocator()
     try:
-        return _attn_fwd[launch.grid](**launch.kwargs, **launch.options)
+        return launch.kernel[launch.grid](**launch.kwargs, **launch.options)
     except (triton.CompilationError, triton.runtime.errors.OutOfResources) as err:
         raise _compile_failure(launch, err) from err
     except RuntimeError as err:  # MLIR pass failures surface as RuntimeError("PassManager::run failed")
@@ -298,6 +337,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         inputs.check_runnable(q)
         inputs.check_known_miscompiles(launch.label, launch.switches, q.device)
         inputs.check_no_alias(q, k, v, out)
+        if launch.gluon:            # through Gluon's JIT on every call (its host descriptors point at this call's tensors)
+            launch_kernel(launch)
+            return out
         plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in _REST),
                      host_desc=isinstance(launch.kwargs["Q"], TensorDescriptor), switches=launch.switches)
         if key is not None:

@@ -150,7 +150,23 @@ EXTENSIONS: Mapping[str, Switch] = {
                "OVERLAP_QK"),
     )
 }
-ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **EXTENSIONS}
+# Our stages in Gluon (triton.experimental.gluon; kernels/gluon_fwd.py), from v19 on: a second kernel source in the
+# same registry. `gluon` takes the leading Triton stage's schedule (v13) into Gluon, without warp specialization, so
+# that the language change alone is measured; each later Gluon stage adds one switch of that kernel. The Gluon kernel
+# implements v13's switches as one fixed schedule: its variants vary only the Gluon switches.
+GLUON: Mapping[str, Switch] = {
+    s.name: s
+    for s in (
+        Switch("gluon", "v19",
+               "the kernel is written in Gluon with v13's schedule (heaviest query block first, heads inner, host-made "
+               "4-D TMA descriptors, the tuned tile per N, the two-phase causal loop, exp2) and no warp "
+               "specialization: Q, K and V through TMA into shared memory, the K/V blocks in a ring of mbarriers, "
+               "both products warpgroup MMAs, O out by a TMA store",
+               "", replaces=("head_groups", "two_warpgroups")),
+    )
+}
+ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}
+TRITON_SWITCHES = tuple(s for s in ALL_SWITCHES if s not in GLUON)   # what the Triton kernel (and its interpreter) runs
 
 ARTICLE_TILE = Tile()
 HOPPER_TILE = Tile(64, 64, 4, 3)        # one warpgroup of 64 query rows: wgmma's m64
@@ -232,7 +248,7 @@ def _cumulative_stages() -> dict:
     stages = {"v0": Stage("v0", "baseline: grid (batch*head, query block); full KV loop with the mask; tl.exp",
                           frozenset())}
     on: set = set()
-    for sw in (*SWITCHES.values(), *BEYOND.values()):
+    for sw in (*SWITCHES.values(), *BEYOND.values(), *GLUON.values()):
         on.add(sw.name)
         on.difference_update(sw.replaces)
         stages[sw.stage] = Stage(sw.stage, sw.change, frozenset(on), default_tile(on))
@@ -250,6 +266,16 @@ ARTICLE_STAGES = tuple(STAGES)[:len(SWITCHES) + 1]
 OUR_STAGES = tuple(STAGES)[len(SWITCHES) + 1:]
 
 
+def is_gluon(switches: Iterable[str]) -> bool:
+    """Whether a variant runs the Gluon kernel (kernels/gluon_fwd.py) rather than the Triton one."""
+    return not GLUON.keys().isdisjoint(switches)
+
+
+GLUON_STAGES = tuple(s for s in STAGES if is_gluon(STAGES[s].switches))
+TRITON_STAGES = tuple(s for s in STAGES if s not in GLUON_STAGES)   # what Triton's interpreter can run on the CPU
+GLUON_BASE = STAGES[GLUON["gluon"].stage].switches - set(GLUON)     # the Triton switches the Gluon kernel's schedule is
+
+
 def launch_signature(switches: Iterable[str], D: int = 128, N: int | None = None) -> tuple:
     """What a launch of these switches compiles and runs: the kernel's switch arguments that are on, and the default
     tile. Two variants with equal signatures launch the same kernel (v13 without heads_inner is v13: that switch only
@@ -261,7 +287,7 @@ def launch_signature(switches: Iterable[str], D: int = 128, N: int | None = None
 
 def stage_adding(switch: str) -> str:
     """The stage that turns a switch on (causal_skip -> v2)."""
-    return {**SWITCHES, **BEYOND}[switch].stage
+    return {**SWITCHES, **BEYOND, **GLUON}[switch].stage
 
 
 def previous_stage(stage: str) -> str:
@@ -340,9 +366,11 @@ def variant_name(switches: Iterable[str]) -> str:
 
 
 def leave_one_out(base: str = FINAL) -> dict:
-    """Variants of `base` with one of its switches turned off, by name."""
+    """Variants of `base` with one of its switches turned off, by name; of a Gluon stage, one of the Gluon switches
+    (its schedule's Triton switches are fixed in that kernel; without `gluon` it is the Triton stage it came from)."""
     on = get_stage(base).switches
-    return {without(base, s): on - {s} for s in (*SWITCHES, *BEYOND) if s in on}
+    own = GLUON if is_gluon(on) else (*SWITCHES, *BEYOND)
+    return {without(base, s): on - {s} for s in own if s in on}
 
 
 def add_one_in(base: str = BASELINE) -> dict:
@@ -352,17 +380,24 @@ def add_one_in(base: str = BASELINE) -> dict:
 
 
 def extended(base: str = FINAL) -> dict:
-    """`base` with each of our own switches beyond the article (v7+prescale_q)."""
+    """`base` with each of our own switches beyond the article (v7+prescale_q); none for a Gluon stage (they are the
+    Triton kernel's)."""
     on = get_stage(base).switches
-    return {f"{base}+{s}": on | {s} for s in EXTENSIONS}
+    return {} if is_gluon(on) else {f"{base}+{s}": on | {s} for s in EXTENSIONS}
 
 
 def named_variants() -> dict:
     """Every named variant: the stages, the leave-one-out (v7-x) and add-one-in (v0+x) ablations of the article's
     switches, the article's final stage with each of our extensions (v7+x), and the leave-one-out ablations of our
-    last stage."""
+    last stage of each kernel (the Triton one, and the Gluon one once there is one), with our extensions (Triton)."""
     return {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out(FINAL), **add_one_in(BASELINE),
-            **extended(FINAL), **leave_one_out(LAST), **extended(LAST)}
+            **extended(FINAL), **last_ablations()}
+
+
+def last_ablations() -> dict:
+    """The leave-one-out ablations of our last stage of each kernel, and the Triton one with our extensions."""
+    return {name: sw for base in dict.fromkeys((TRITON_STAGES[-1], LAST))
+            for name, sw in {**leave_one_out(base), **extended(base)}.items()}
 
 
 def resolve_variant(name: str) -> frozenset:

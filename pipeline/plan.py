@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 
 from kernels.shapes import HEADLINE, Shape
-from kernels.stages import (BASELINE, FINAL, LAST, STAGES, Tile, add_one_in, default_tile, extended, leave_one_out,
-                            resolve_variant, stage_of, switches_label)
+from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, default_tile, extended, last_ablations,
+                            leave_one_out, resolve_variant, stage_of, switches_label)
 
 from . import keys
 
@@ -70,8 +70,8 @@ def expand(m: dict, sets=SETS) -> list:
     if "headline" in sets:
         stages_and_torch("headline", HEADLINE)
     if "ablation" in sets:
-        for name, sw in {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL), **extended(LAST),
-                         **leave_one_out(LAST)}.items():
+        for name, sw in {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL),
+                         **last_ablations()}.items():
             if not stage_of(sw):  # v7-const_strides is v6 and v0+grid_order is v1: timed as stages
                 out.append(Entry("ablation", "triton", name, HEADLINE, own_tile(name, HEADLINE)))
     if "bf16" in sets:

@@ -5,10 +5,14 @@ float64 within twice PyTorch's own error on the same inputs (kernels.accuracy).
 Two kinds, each bound by name in a test module of its own so that pytest-xdist (--dist loadfile) spreads them:
 
 - drawn variants (`switch_tests`): each example a shape and a set of switches. The sets come in complementary pairs
-  (example 2i draws a set, example 2i+1 takes every other switch), so that each switch of kernels.stages.ALL_SWITCHES
-  is on in exactly half of a module's examples and off in the other half: every code path of the kernel, each switch
-  on and off, runs on EXAMPLES / 2 drawn shapes per module, whatever stages the registry holds.
-- the stages (`stage_tests`): every registered stage, as it is, on STAGE_EXAMPLES drawn shapes.
+  (example 2i draws a set, example 2i+1 takes every other switch), so that each switch of the Triton kernel
+  (kernels.stages.TRITON_SWITCHES) is on in exactly half of a module's examples and off in the other half: every code
+  path of the kernel, each switch on and off, runs on EXAMPLES / 2 drawn shapes per module, whatever stages the
+  registry holds.
+- the stages (`stage_tests`): every registered Triton stage, as it is, on STAGE_EXAMPLES drawn shapes.
+
+The Gluon stages (kernels/gluon_fwd.py) do not run in Triton's interpreter: their correctness is the GPU verify
+step's, and their machine code is tests/test_gluon_build.py's.
 
 FA2_PROPERTY_EXAMPLES sets EXAMPLES (default 1000, what CI runs; fewer for a quick local run).
 """
@@ -23,7 +27,7 @@ from hypothesis import strategies as st
 
 from kernels import attention, plain_attention, reference_attention
 from kernels.accuracy import judge, poisoned_like
-from kernels.stages import ALL_SWITCHES, STAGES, switches_label
+from kernels.stages import STAGES, TRITON_STAGES, TRITON_SWITCHES, switches_label
 
 EXAMPLES = int(os.environ.get("FA2_PROPERTY_EXAMPLES", "1000"))
 STAGE_EXAMPLES = max(1, EXAMPLES // 50)
@@ -43,8 +47,8 @@ def check_any_shape(switches, B, H_kv, group, N, D, causal, seed) -> None:
 
 def drawn_switches(name: str, example: int) -> frozenset:
     """The switch set of a module's example: a set drawn for each pair of examples, and its complement."""
-    drawn = frozenset(s for s in ALL_SWITCHES if random.Random(f"{name}-{example // 2}-{s}").random() < 0.5)
-    return drawn if example % 2 == 0 else frozenset(ALL_SWITCHES) - drawn
+    drawn = frozenset(s for s in TRITON_SWITCHES if random.Random(f"{name}-{example // 2}-{s}").random() < 0.5)
+    return drawn if example % 2 == 0 else frozenset(TRITON_SWITCHES) - drawn
 
 
 def switch_tests(name: str) -> tuple:
@@ -64,12 +68,13 @@ def switch_tests(name: str) -> tuple:
             check_any_shape(switches, B, H_kv, group, N, D, causal, seed)
         except Exception as err:
             raise AssertionError(f"{name} example {example}: {err}") from err
-        ran.update((s, s in switches) for s in ALL_SWITCHES)
+        ran.update((s, s in switches) for s in TRITON_SWITCHES)
         ran["examples"] += 1
 
     def test_every_switch_ran_on_and_off():
         assert ran["examples"] >= EXAMPLES, dict(ran)
-        short = {(s, on): ran[(s, on)] for s in ALL_SWITCHES for on in (True, False) if ran[(s, on)] < EXAMPLES // 2}
+        short = {(s, on): ran[(s, on)] for s in TRITON_SWITCHES for on in (True, False)
+                 if ran[(s, on)] < EXAMPLES // 2}
         assert not short, f"switches on or off in fewer than {EXAMPLES // 2} drawn shapes: {short}"
 
     return test_drawn_variants, test_every_switch_ran_on_and_off
@@ -79,7 +84,7 @@ def stage_tests() -> tuple:
     """(test_every_stage, test_every_stage_ran_its_examples) over the registry's stages."""
     ran = collections.Counter()
 
-    @pytest.mark.parametrize("stage", list(STAGES))
+    @pytest.mark.parametrize("stage", list(TRITON_STAGES))
     @given(**SHAPES)
     @settings(max_examples=STAGE_EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors])
@@ -89,6 +94,6 @@ def stage_tests() -> tuple:
         ran[(stage, D)] += 1
 
     def test_every_stage_ran_its_examples():
-        assert {s: ran[s] for s in STAGES} == {s: STAGE_EXAMPLES for s in STAGES}, dict(ran)
+        assert {s: ran[s] for s in TRITON_STAGES} == {s: STAGE_EXAMPLES for s in TRITON_STAGES}, dict(ran)
 
     return test_every_stage, test_every_stage_ran_its_examples

@@ -161,7 +161,8 @@ def test_triton_waits_for_every_warpgroup_mma(stages):
     for all of them (WARPGROUP.DEPBAR.LE gsb0, 0x0), even when the loop asks for the next block's scores before the
     softmax of the current one (overlap_qk), which only costs registers (spills, under a register cap) and shared
     memory."""
-    from kernels.stages import LAST, register_cap
+    from kernels.stages import TRITON_STAGES, register_cap
+    LAST = TRITON_STAGES[-1]
     for variant in (LAST, f"{LAST}+overlap_qk"):
         waits = [line.split("WARPGROUP.DEPBAR.LE", 1)[1].split(";")[0].strip() for line in sass(variant).splitlines()
                  if "WARPGROUP.DEPBAR.LE" in line]
@@ -173,14 +174,19 @@ def test_triton_waits_for_every_warpgroup_mma(stages):
 
 
 def test_warp_specialization_refused_on_sm120(stages):
-    """Triton 3.6 cannot warp-specialize this loop for sm_120; the build records the refusal and its reason."""
+    """Triton 3.6 cannot warp-specialize this loop for sm_120; the build records the refusal and its reason. A Gluon
+    stage (Hopper's warpgroup MMA and TMA) is refused on every architecture but sm_90, saying so."""
+    from kernels.stages import GLUON_STAGES
     for v in STAGES:
         m = at(stages, v, 120)
         ws = "warp_specialize" in STAGES[v].switches
-        assert m["compiles"] == (0 if ws else 1)
+        gluon = v in GLUON_STAGES
+        assert m["compiles"] == (0 if ws or gluon else 1)
         if ws:
             assert "Triton cannot build this variant at tile 32x32w4s3" in m["note"]
             assert "TritonGPUAutomaticWarpSpecialization" in m["note"]
+        if gluon:
+            assert "sm_90 only, not sm_120" in m["note"]
 
 
 def test_bad_variant_name_fails_early(tmp_path):

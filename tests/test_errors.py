@@ -262,3 +262,23 @@ def test_a_grid_over_cuda_limits_is_refused(monkeypatch, stage, limit):
     q, k, v = (torch.randn(1, h, 300, 64, dtype=torch.float16) for h in (4, 2, 2))
     with pytest.raises(ValueError, match=r"over CUDA's 7; split the batch, or use a larger block_m"):
         launcher.plan_launch(q, k, v, torch.empty_like(q), causal=True, stage=stage)
+
+
+def test_a_gluon_stage_on_the_cpu_says_where_it_runs_and_what_to_use_instead():
+    """Gluon does not run in Triton's interpreter: a Gluon stage on CPU tensors is refused, naming a Triton stage."""
+    from kernels.stages import GLUON_STAGES, TRITON_STAGES
+    q = torch.randn(1, 2, 16, 64).half()
+    k = v = torch.randn(1, 1, 16, 64).half()
+    with pytest.raises(ValueError, match=rf"{GLUON_STAGES[0]} is a Gluon kernel, which runs on a CUDA GPU only.*"
+                                         rf"use a Triton stage there, e\.g\. {TRITON_STAGES[-1]}"):
+        attention(q, k, v, stage=GLUON_STAGES[0])
+
+
+def test_a_gluon_variant_takes_only_the_gluon_switches():
+    """The Gluon kernel has one schedule (v13's switches): adding or dropping a Triton switch is refused, saying so."""
+    from kernels.stages import GLUON, GLUON_BASE
+    q = torch.randn(1, 2, 16, 64).half()
+    k = v = torch.randn(1, 1, 16, 64).half()
+    for switches in (GLUON_BASE | set(GLUON) | {"lazy_rescale"}, (GLUON_BASE - {"heavy_first"}) | set(GLUON)):
+        with pytest.raises(ValueError, match=r"the Gluon kernel has one schedule, v13's switches"):
+            attention(q, k, v, switches=switches)

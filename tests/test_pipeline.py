@@ -303,8 +303,8 @@ def test_the_slurm_profile_refuses_its_placeholders():
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-1500:]
 
 
-NEW_SWITCH = ('        Switch("registered_only", "v99", "a host-only switch that changes nothing: a stage registered and '
-              'not yet measured", ""),\n')
+NEW_SWITCH = ('        Switch("registered_only", "v99", "a switch that changes nothing: a stage registered and not yet '
+              'measured", ""),\n')
 
 
 def with_a_new_stage(copy: Path) -> Path:
@@ -320,7 +320,7 @@ def with_a_new_stage(copy: Path) -> Path:
     (copy / ".git").symlink_to(ROOT / ".git")                    # the history the provenance test reads
     stages = copy / "kernels" / "stages.py"
     text = stages.read_text()
-    end = text.index("    )\n}", text.index("BEYOND: Mapping"))
+    end = text.index("    )\n}", text.index("GLUON: Mapping"))         # the registry's last mapping of stages
     stages.write_text(text[:end] + NEW_SWITCH.replace("v99", f"v{len(STAGES_NOW)}") + text[end:])
     pred = copy / "data" / "predictions" / "stages.csv"
     pred.write_text(pred.read_text() + f"v{len(STAGES_NOW)},registered_only,{list(STAGES_NOW)[-1]},time,1024,float16,"
@@ -397,13 +397,15 @@ def test_every_number_of_the_text_is_found_where_it_is_made_and_every_one_made_i
 
 def test_the_verify_step_ran_every_stage_at_every_length(built):
     """The pipeline's verify_cpu step (the build's own correctness check in the interpreter) holds every registered
-    stage at each length of config verify_cpu.N, causal and not, and none is wrong."""
+    Triton stage at each length of config verify_cpu.N, causal and not, and none is wrong (the Gluon stages do not run
+    in the interpreter: the GPU verify step checks them)."""
     import yaml
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     c = pd.read_csv(ROOT / "results" / "verify" / "cpu" / "correctness.csv")
     assert set(c.status) == {"ok"}, c[c.status != "ok"].to_string()
     held = set(zip(c.variant, c.N, c.causal))
-    assert held == {(s, n, causal) for s in STAGES_NOW for n in config["verify_cpu"]["N"] for causal in (True, False)}
+    from kernels.stages import TRITON_STAGES
+    assert held == {(s, n, causal) for s in TRITON_STAGES for n in config["verify_cpu"]["N"] for causal in (True, False)}
     from kernels.accuracy import PYTORCH_FACTOR, UNIT_ROUNDOFF
     floor = UNIT_ROUNDOFF[torch.float16] / 4                  # the bound: twice PyTorch's own error on the inputs
     assert (c.tolerance - PYTORCH_FACTOR * c.torch_default_rel_error.clip(lower=floor)).abs().max() < 1e-12

@@ -6,11 +6,11 @@ from kernels.stages import parse_switches_label, resolve_variant, stage_of, swit
 
 
 def test_stages_are_cumulative_one_switch_at_a_time():
-    from kernels.stages import ALL_SWITCHES, ARTICLE_STAGES, BEYOND, FINAL, LAST, OUR_STAGES
+    from kernels.stages import ALL_SWITCHES, ARTICLE_STAGES, BEYOND, FINAL, GLUON, LAST, OUR_STAGES
     names = list(STAGES)
-    assert names == [f"v{i}" for i in range(len(SWITCHES) + len(BEYOND) + 1)]
+    assert names == [f"v{i}" for i in range(len(SWITCHES) + len(BEYOND) + len(GLUON) + 1)]
     assert ARTICLE_STAGES == tuple(f"v{i}" for i in range(8)) and FINAL == "v7" and LAST == names[-1]
-    assert OUR_STAGES == tuple(names[8:]) and len(OUR_STAGES) == len(BEYOND) >= 1
+    assert OUR_STAGES == tuple(names[8:]) and len(OUR_STAGES) == len(BEYOND) + len(GLUON) >= 1
     assert STAGES["v0"].switches == frozenset()
     for prev, cur in zip(names, names[1:]):
         added = STAGES[cur].switches - STAGES[prev].switches
@@ -41,9 +41,13 @@ def test_article_tile_is_the_default_until_the_hopper_tile():
 
 
 def test_our_stages_ablate_from_our_last():
-    from kernels.stages import LAST, named_variants
+    """The leave-one-out of our last stage over its own kernel's switches: a Gluon stage's are the Gluon switches
+    (its schedule's Triton switches are one fixed schedule in that kernel), a Triton stage's all it has."""
+    from kernels.stages import GLUON, LAST, TRITON_STAGES, is_gluon, named_variants
     loo = leave_one_out(LAST)
-    assert set(loo) == {f"{LAST}-{s}" for s in STAGES[LAST].switches}
+    own = set(GLUON) if is_gluon(STAGES[LAST].switches) else set(STAGES[LAST].switches)
+    assert set(loo) == {f"{LAST}-{s}" for s in STAGES[LAST].switches & own}
+    assert set(leave_one_out(TRITON_STAGES[-1])) == {f"{TRITON_STAGES[-1]}-{s}" for s in STAGES[TRITON_STAGES[-1]].switches}
     for name, sw in loo.items():
         assert resolve_variant(name) == sw and name in named_variants()
         assert variant_name(sw) == (stage_of(sw) or name)

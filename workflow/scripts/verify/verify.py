@@ -24,8 +24,9 @@ from pathlib import Path
 
 
 from kernels.shapes import HEADLINE, Shape
-from kernels.stages import (BASELINE, FINAL, LAST, STAGES, Tile, add_one_in, default_tile,
-                            extended, leave_one_out, previous_stage, stage_adding, stage_of, switches_label)
+from kernels.stages import (BASELINE, FINAL, LAST, STAGES, TRITON_STAGES, Tile, add_one_in, default_tile,
+                            extended, last_ablations, leave_one_out, previous_stage, stage_adding, stage_of,
+                            switches_label)
 
 from pipeline import gpu_env, keys, partial_csv
 
@@ -62,8 +63,7 @@ def cases(quick: bool = False) -> list:
                 for causal in (True, False):
                     out.append(Case(name, st.switches, Shape(**{**sh.as_dict(), "dtype": dt, "causal": causal}),
                                     default_tile(st.switches, sh.D, sh.N)))
-    ablations = {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL), **leave_one_out(LAST),
-                 **extended(LAST)}
+    ablations = {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL), **last_ablations()}
     for name, sw in ablations.items():
         if stage_of(sw):
             continue  # v7-const_strides is v6, v0+grid_order is v1: already above
@@ -73,7 +73,7 @@ def cases(quick: bool = False) -> list:
                                 default_tile(sw, HEADLINE.D, HEADLINE.N)))
     tiles = [Tile(16, 16, 4, 3), Tile(32, 64, 4, 3), Tile(64, 32, 4, 3), Tile(64, 64, 4, 3), Tile(64, 64, 8, 3),
              Tile(128, 64, 8, 3), Tile(128, 128, 8, 2), Tile(64, 128, 4, 2), Tile(32, 32, 4, 2), Tile(32, 32, 4, 4)]
-    strided = {**{name: st.switches for name, st in STAGES.items()}, **leave_one_out(LAST)}
+    strided = {**{name: st.switches for name, st in STAGES.items()}, **last_ablations()}
     for name, sw in strided.items():               # non-contiguous inputs, for the variants that take any strides
         if "const_strides" not in sw:
             for causal in (True, False):
@@ -81,7 +81,7 @@ def cases(quick: bool = False) -> list:
                                 "bnhd"))
     tiles += [Tile(128, 128, 8, 3), Tile(128, 64, 4, 2), Tile(64, 128, 4, 3)]
     ws = stage_adding("warp_specialize")           # other tiles: around warp specialization, the article's final stage
-    for name in dict.fromkeys((previous_stage(ws), ws, FINAL, LAST)):   # and our last
+    for name in dict.fromkeys((previous_stage(ws), ws, FINAL, TRITON_STAGES[-1], LAST)):   # and our last ones
         for t in tiles:
             for dt in dtypes:
                 out.append(Case(name, STAGES[name].switches, Shape(**{**HEADLINE.as_dict(), "dtype": dt}), t))
@@ -89,9 +89,10 @@ def cases(quick: bool = False) -> list:
 
 
 def cpu_cases(ns) -> list:
-    """For the interpreter: every stage, causal and not, at small float16 shapes (bf16: see the tests)."""
+    """For the interpreter: every Triton stage (Gluon does not run in the interpreter), causal and not, at small
+    float16 shapes (bf16: see the tests)."""
     return [Case(name, st.switches, Shape(1, 4, 2, n, 64, "float16", causal), default_tile(st.switches, 64, n))
-            for name, st in STAGES.items() for n in ns for causal in (True, False)]
+            for name, st in STAGES.items() if name in TRITON_STAGES for n in ns for causal in (True, False)]
 
 
 def run_case(case: Case, device: str = "cuda") -> dict:
@@ -147,7 +148,8 @@ def main(argv=None) -> int:
     ap.add_argument("--N", type=int, nargs="+", default=[1, 77, 130], help="sequence lengths (cpu only)")
     ap.add_argument("--workers", type=int, default=8, help="processes (cuda only)")
     ap.add_argument("--quick", action="store_true", help="skip N=4096 (cuda only)")
-    ap.add_argument("--stages", nargs="+", choices=list(STAGES), help="only these stages (cpu only; default all)")
+    ap.add_argument("--stages", nargs="+", choices=list(STAGES),
+                    help="only the cases of these variants (default all; on the CPU, Triton stages only)")
     args = ap.parse_args(argv)
     if args.device == "cpu" and not os.environ.get("TRITON_INTERPRET"):
         raise SystemExit("--device cpu runs the kernels in Triton's interpreter: set TRITON_INTERPRET=1")
