@@ -65,6 +65,16 @@ def project_commit() -> str:
         return "unknown"
 
 
+KERNEL_SOURCES = ("kernels/flash_fwd.py", "kernels/gluon_fwd.py")   # each kernel's own source, hashed on its own
+
+
+def kernel_sha256() -> dict:
+    """SHA-256 of each kernel's source file: a Gluon stage's verification holds for the source it ran (a CPU test
+    refuses a Gluon kernel changed since its last committed GPU verification)."""
+    return {name: hashlib.sha256((ROOT / name).read_bytes()).hexdigest() for name in KERNEL_SOURCES
+            if (ROOT / name).exists()}
+
+
 def source_sha256() -> str:
     """SHA-256 over the code that makes a result (SOURCE_GLOBS), file names included."""
     h = hashlib.sha256()
@@ -95,7 +105,8 @@ def collect(index: int = 0) -> dict:
     env = {"host": platform.node(), "python": platform.python_version(), "torch": torch.__version__,
            "triton": triton.__version__, "cuda_runtime": torch.version.cuda,
            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-           "ncu": ncu_version(), "project_commit": project_commit(), "source_sha256": source_sha256()}
+           "ncu": ncu_version(), "project_commit": project_commit(), "source_sha256": source_sha256(),
+           "kernel_sha256": kernel_sha256()}
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(index)
         env.update(gpu=p.name, capability=f"{p.major}.{p.minor}", sm_count=p.multi_processor_count,

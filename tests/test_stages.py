@@ -151,3 +151,48 @@ def test_register_cap_fits_two_programs_of_two_warpgroups():
     cap = register_cap({"two_warpgroups"}, TWO_WARPGROUPS_TILE)
     assert cap == 128 and 2 * 256 * cap <= REGISTERS_PER_SM < 2 * 256 * (cap + 8)
     assert register_cap({"two_warpgroups"}, Tile(64, 64, 4, 2)) is None
+
+
+def test_the_gluon_kernel_was_verified_on_a_gpu_at_its_current_source():
+    """Gluon does not run in Triton's interpreter, so a Gluon stage's correctness is a committed GPU verification:
+    a sealed correctness grid of data/ (a run's verify step, or a probe) with no WRONG case of a Gluon stage, recorded
+    with the SHA-256 of kernels/gluon_fwd.py it ran (env.json's kernel_sha256, or a probe's kernel_sha256.json). This
+    fails when the kernel's source changes after its last committed verification: verify again on the GPU
+    (workflow/scripts/verify/verify.py --stages ...) and commit the result. A Gluon stage registered since (a new
+    switch of an unchanged kernel) is not in that grid yet: unverified, which `verified_gluon_stages` says."""
+    assert verified_gluon_stages(), ("no committed GPU verification of kernels/gluon_fwd.py at its current source: "
+                                     "verify its stages on a GPU and commit the grid")
+
+
+def verified_gluon_stages() -> set:
+    """The Gluon stages that a sealed grid at the current source of kernels/gluon_fwd.py holds with no WRONG case."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from kernels.stages import GLUON_STAGES
+    from pipeline import seal
+
+    root = Path(__file__).resolve().parents[1]
+    current = hashlib.sha256((root / "kernels" / "gluon_fwd.py").read_bytes()).hexdigest()
+    verified = set()
+    for grid in (root / "data" / "nvidia-h200").rglob("correctness.csv"):
+        folder = next((p for p in grid.parents if (p / seal.NAME).exists()), None)
+        if folder is None:
+            continue
+        hashes = {}
+        for record in (grid.parent / "env.json", folder / "kernel_sha256.json"):
+            if record.exists():
+                data = json.loads(record.read_text())
+                hashes.update(data.get("kernel_sha256", data))
+        if hashes.get("kernels/gluon_fwd.py") != current:
+            continue
+        seal.verify(folder)
+        c = pd.read_csv(grid)
+        for stage in GLUON_STAGES:
+            rows = c[c.variant == stage]
+            if (rows.status == "ok").any() and not (rows.status == "WRONG").any():
+                verified.add(stage)
+    return verified

@@ -72,6 +72,7 @@ rule tables:
 # results/paper/values/<subject>.tex), each from the files named here: a macro whose name is written where it is made,
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
+PROBE_GLUON = f"{DATA}/probes/gluon-v19"
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -97,7 +98,9 @@ VALUES = {
                  build=rules.aggregate.output.build, ncu=rules.aggregate.output.ncu),
     "large_n": dict(large_n_table=rules.aggregate.output.large_n_table, large_n=rules.aggregate.output.large_n),
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
+    "gluon": dict(seal_file=f"{PROBE_GLUON}/SHA256SUMS", correctness=f"{PROBE_GLUON}/correctness.csv"),
 }
+PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON}
 
 
 rule values:
@@ -105,7 +108,7 @@ rule values:
     input:
         unpack(lambda wc: VALUES[wc.subject]),
         CODE,
-        lambda wc: sealed_files(PROBE_WS) if wc.subject == "probe" else [],
+        lambda wc: sealed_files(PROBES[wc.subject]) if wc.subject in PROBES else [],
     output:
         "results/paper/values/{subject}.tex",
     log:

@@ -79,6 +79,9 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     pred = pd.read_csv(predictions)
     judged = pred[pred.verdict != "not measured"]
     v.macro("PredTotal", len(judged))
+    unmeasured = pred[pred.verdict == "not measured"]
+    v.macro("PredUnmeasured", count_word(len(unmeasured)))
+    v.macro("PredUnmeasuredStages", listing(sorted(set(unmeasured.stage), key=lambda s: int(s[1:]))))
     v.macro("PredHolds", int((judged.verdict == "holds").sum()))
     v.macro("PredBetter", int((judged.verdict == "better").sum()))
     v.macro("PredWorse", int((judged.verdict == "worse").sum()))
