@@ -210,16 +210,18 @@ def launch_kernel(launch: Launch):
 
 # ---------------------------------------------------------------------------------------------------------------
 # The launch cache. Checking the inputs, planning the launch and Triton's JIT dispatch cost 60-90 us of host time
-# per call; Triton's generated launcher called with the arguments in order costs about 5. So `attention` checks a call
-# once per *signature* -- everything the checks and the JIT's specialization read: each tensor's type, dtype,
-# device, shape, strides and 16-byte alignment; causal, stage, switches, sm_scale and the tile, each with its type;
-# the current CUDA device, and whether Triton interprets -- and keeps the checked plan and the compiled kernel.
-# A later call with the same signature goes straight to the launch; any other call takes the full path, so every
-# bad input still gets its error. The cache holds no tensor.
+# per call (over 100 with host TMA descriptors, which Triton's Python launcher expands on every call); Triton's
+# generated C launcher called with the arguments in order costs about 5. So `attention` checks a call once per
+# *signature* -- everything the checks and the JIT's specialization read: each tensor's type, dtype, device, shape,
+# strides and 16-byte alignment; causal, stage, switches, sm_scale and the tile, each with its type; the current CUDA
+# device, and whether Triton interprets -- and keeps the checked plan and the compiled kernel. A later call with the
+# same signature goes straight to the C launcher, for every stage, the Gluon ones included: host descriptors are
+# expanded as Triton's launcher would (DescriptorArgs below). Any other call takes the full path, so every bad input
+# still gets its error. The cache holds no tensor (a filled descriptor holds an address, not a reference).
 # ---------------------------------------------------------------------------------------------------------------
-_REST = tuple(_attn_fwd.arg_names[len(TENSOR_ARGS):])
 assert tuple(_attn_fwd.arg_names[:len(TENSOR_ARGS)]) == TENSOR_ARGS
 CACHE_SIZE = 4096  # signatures kept; the cache is emptied when full
+DESCRIPTOR_CACHE_SIZE = 64  # filled TMA descriptors kept per plan and tensor (by pointer); emptied when full
 
 
 @dataclass
@@ -234,6 +236,22 @@ class _Plan:
     host_desc: bool = False      # the tensors go to the kernel as TMA descriptors made on the host
     switches: frozenset = frozenset()   # for the compile options they imply (a register cap)
     direct: tuple | None = None
+
+    @property
+    def gluon(self) -> bool:
+        return is_gluon(self.switches)
+
+    def tensor_args(self, q, k, v, out) -> tuple:
+        """The kernel's first four arguments for this call: the tensors, or host TMA descriptors of them."""
+        if self.gluon:
+            from .gluon_fwd import descriptors
+            return descriptors(q, k, v, out, self.tile.block_m, self.tile.block_n)
+        return host_descriptors(q, k, v, out, self.tile) if self.host_desc else (q, k, v, out)
+
+    def kernel_args(self, q, k, v, out) -> dict:
+        kernel = Launch(self.label, self.switches, self.tile, (), {}).kernel
+        return {**dict(zip(kernel.arg_names[:len(TENSOR_ARGS)], self.tensor_args(q, k, v, out))),
+                **dict(zip(kernel.arg_names[len(TENSOR_ARGS):], self.rest))}
 
 
 _PLANS: dict = {}
@@ -271,18 +289,91 @@ except ImportError:  # a torch built without CUDA
     _current_stream = None
 
 
-def _direct_launcher(kernel) -> tuple | None:
-    """(launch, function, packed metadata, cooperative, pdl, global scratch bytes per program) to call Triton's
-    generated C launcher directly, or None when the kernel needs profiler scratch memory or takes host-side tensor
-    descriptors, which Triton's Python launcher prepares."""
+# Host TMA descriptors. Triton's Python launcher turns each descriptor argument into the kernel's parameters
+# (triton/backends/nvidia/driver.py, make_tensordesc_arg): a CUtensorMap that the driver fills from the tensor's
+# address, its shape, strides and block, and the TMA dtype and swizzle the compiler chose, followed by the shape and
+# strides; or, for a kernel that did not lower the descriptor to TMA, the address, shape, strides, padding, shape and
+# strides. Of these only the address changes between calls of one signature, so a plan keeps the rest, and a call
+# fills the CUtensorMap of an address it has not seen (by Triton's own C helper, fill_tma_descriptor) and reuses the
+# one of an address it has (the map holds nothing else of the tensor: the signature fixes the rest).
+_TMA_DTYPE_DEVICE_TO_HOST = {i: i for i in range(16)} | {8: 10, 9: 8, 10: 9}  # as driver.py's table
+
+
+class DescriptorArgs:
+    """The kernel parameters that Triton's launcher makes of one host descriptor, as a function of the tensor's
+    address (`args(ptr)`); built once per plan from the first call's descriptor and the compiled kernel's metadata
+    (None: the kernel reads the descriptor as pointer, shape and strides)."""
+
+    __slots__ = ("fill", "fill_rest", "tail", "cache")
+
+    def __init__(self, desc, meta: dict | None, fill=None):
+        shape, strides = list(desc.shape), list(desc.strides)
+        self.cache = {}
+        if meta is None:
+            self.fill = None
+            self.tail = (*shape, *strides, desc.padding == "nan", *shape, *strides)
+            return
+        if strides[-1] != 1:
+            raise ValueError(f"a TMA descriptor needs a last stride of 1, got strides {strides}")
+        if meta["fp4_padded"]:
+            shape[-1] *= 2
+        self.fill = fill if fill is not None else triton.runtime.driver.active.utils.fill_tma_descriptor
+        self.fill_rest = (meta["swizzle"], meta["elem_size"], _TMA_DTYPE_DEVICE_TO_HOST[meta["elem_type"]],
+                          meta["block_size"], shape, strides, 1 if desc.padding == "nan" else 0)
+        self.tail = (*shape, *strides)
+
+    def args(self, ptr: int) -> tuple:
+        if self.fill is None:
+            return (ptr, *self.tail)
+        args = self.cache.get(ptr)
+        if args is None:
+            if len(self.cache) >= DESCRIPTOR_CACHE_SIZE:
+                self.cache.clear()
+            args = self.cache[ptr] = (self.fill(ptr, *self.fill_rest), *self.tail)
+        return args
+
+
+def descriptor_args(kernel, descriptors: tuple, fill=None) -> tuple:
+    """One DescriptorArgs per host descriptor of a compiled kernel's launch (its first four arguments)."""
+    metas = getattr(kernel.metadata, "tensordesc_meta", None) or [None] * len(descriptors)
+    if len(metas) != len(descriptors):
+        raise ValueError(f"the kernel has {len(metas)} descriptor arguments, the launch passes {len(descriptors)}")
+    return tuple(DescriptorArgs(d, m, fill) for d, m in zip(descriptors, metas))
+
+
+def c_launcher(runner):
+    """Triton's generated C launcher under its Python launcher. For a kernel with descriptor arguments Triton wraps
+    it in a function that expands the descriptors (driver.py, wrap_handle_tensordesc); that function's `launcher`.
+    None when Triton's layout differs from the one this was written for (the call then takes Triton's own path)."""
+    fn = runner.launch
+    code = getattr(fn, "__code__", None)
+    if code is None:        # not wrapped: the C function itself
+        return fn
+    if "launcher" in code.co_freevars and fn.__closure__:
+        return fn.__closure__[code.co_freevars.index("launcher")].cell_contents
+    return None
+
+
+def _direct_launcher(kernel, tensors: tuple) -> tuple | None:
+    """(launch, function, packed metadata, cooperative, pdl, global scratch bytes per program, descriptor args or
+    None) to call Triton's generated C launcher directly, or None when the kernel needs profiler scratch memory or
+    more than one CTA per program, which Triton's Python launcher prepares."""
     runner = kernel.run
-    if getattr(runner, "profile_scratch_size", 1) or getattr(kernel.metadata, "tensordesc_meta", None):
+    if getattr(runner, "profile_scratch_size", 1):
         return None
     scratch = getattr(runner, "global_scratch_size", None)
     if scratch is None or getattr(runner, "num_ctas", 1) != 1:
         return None
-    return (runner.launch, kernel.function, kernel.packed_metadata, runner.launch_cooperative_grid, runner.launch_pdl,
-            scratch)
+    descs = None
+    if not isinstance(tensors[0], torch.Tensor):
+        launch = c_launcher(runner)
+        if launch is None:
+            return None
+        descs = descriptor_args(kernel, tensors)
+    else:
+        launch = runner.launch
+    return (launch, kernel.function, kernel.packed_metadata, runner.launch_cooperative_grid, runner.launch_pdl,
+            scratch, descs)
 
 
 def _launch_jit(plan: _Plan, q, k, v, out) -> None:
@@ -291,12 +382,11 @@ def _launch_jit(plan: _Plan, q, k, v, out) -> None:
     e.g. Triton's proton), which needs Triton's own path. The direct call passes the pointers as integers: the
     checks have made sure that they are CUDA memory of the current device, which is all that Triton's per-pointer
     driver query would check again."""
-    tensors = host_descriptors(q, k, v, out, plan.tile) if plan.host_desc else (q, k, v, out)
-    launch = Launch(plan.label, plan.switches, plan.tile, plan.grid,
-                    {**dict(zip(TENSOR_ARGS, tensors)), **dict(zip(_REST, plan.rest))})
+    kwargs = plan.kernel_args(q, k, v, out)
+    launch = Launch(plan.label, plan.switches, plan.tile, plan.grid, kwargs)
     kernel = launch_kernel(launch)
     if kernel is not None and q.is_cuda:
-        plan.direct = _direct_launcher(kernel)
+        plan.direct = _direct_launcher(kernel, tuple(kwargs.values())[:len(TENSOR_ARGS)])
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str | None = None,
@@ -325,23 +415,27 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         inputs.check_no_alias(q, k, v, out)            # pointers change from call to call: checked every time
     if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
         # The cached launch: Triton's generated launcher, called directly (see _launch_jit).
-        launch, function, packed, coop, pdl, scratch = plan.direct
+        launch, function, packed, coop, pdl, scratch, descs = plan.direct
         g0, g1 = (*plan.grid, 1)[:2]
         # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would.
         scratch = torch.empty(g0 * g1 * scratch, dtype=torch.uint8, device=q.device) if scratch else None
-        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
-               None, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
+        if descs is None:
+            launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
+                   None, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
+        else:
+            dq, dk, dv, do = descs
+            launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
+                   None, *dq.args(q.data_ptr()), *dk.args(k.data_ptr()), *dv.args(v.data_ptr()),
+                   *do.args(out.data_ptr()), *plan.rest)
         return out
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
         inputs.check_runnable(q)
         inputs.check_known_miscompiles(launch.label, launch.switches, q.device)
         inputs.check_no_alias(q, k, v, out)
-        if launch.gluon:            # through Gluon's JIT on every call (its host descriptors point at this call's tensors)
-            launch_kernel(launch)
-            return out
-        plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in _REST),
-                     host_desc=isinstance(launch.kwargs["Q"], TensorDescriptor), switches=launch.switches)
+        names = launch.kernel.arg_names
+        plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in names[len(TENSOR_ARGS):]),
+                     host_desc=not isinstance(launch.kwargs[names[0]], torch.Tensor), switches=launch.switches)
         if key is not None:
             if len(_PLANS) >= CACHE_SIZE:
                 _PLANS.clear()

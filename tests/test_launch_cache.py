@@ -155,3 +155,110 @@ def test_equal_signatures_mean_equal_checks(a, b):
     if sig(*a) == sig(*b):
         assert _outcome(*a) == _outcome(*b)
     assert sig(*a) == sig(*a)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The direct launch of a stage with host TMA descriptors (v11 on, and the Gluon stages) expands each descriptor into
+# the kernel's parameters itself. Here it is compared with Triton's own expansion (driver.py's
+# wrap_handle_tensordesc, around a stand-in for the C launcher), for kernels compiled for sm_90 on the CPU.
+# ---------------------------------------------------------------------------------------------------------------
+_EXPANSION = r"""
+import json, sys
+import torch, triton
+from triton.backends.nvidia import driver
+from kernels import build, gluon_fwd, launcher
+from kernels.shapes import Shape
+from kernels.stages import default_tile, get_stage
+
+
+class Utils:   # Triton's fill_tma_descriptor, recorded: returns its arguments (the CUtensorMap they would make)
+    def fill_tma_descriptor(self, *args):
+        return ("CUtensorMap", *(tuple(a) if isinstance(a, list) else a for a in args))
+
+
+triton.runtime.driver.set_active(type("FakeDriver", (), {"utils": Utils()})())
+shape = Shape(B=1, H=4, H_kv=2, N=256, D=64, dtype="float16", causal=True)
+result = {}
+for stage in sys.argv[1:]:
+    switches = get_stage(stage).switches
+    tile = default_tile(switches, shape.D, shape.N)
+    kernel = build.compile_variant(switches, 90, tile, shape)
+    q, k, v = shape.tensors(fill="empty")
+    out = torch.empty_like(q)
+    if "gluon" in switches:
+        kwargs = gluon_fwd.kernel_args(q, k, v, out, True, tile.block_m, tile.block_n, tile.num_stages)
+        signature = gluon_fwd.specialize(kwargs)[0]
+    else:
+        launch = launcher.plan_launch(q, k, v, out, causal=True, stage=stage)
+        kwargs, signature = launch.kwargs, build.specialize(launch)[0]
+    values = list(kwargs.values())
+    descs, rest = tuple(values[:4]), tuple(values[4:])
+    meta = kernel.metadata.tensordesc_meta
+    seen = []
+    wrapped = driver.wrap_handle_tensordesc(lambda *a: seen.append(a), signature, meta)
+    base = tuple(range(driver._BASE_ARGS_FORMAT_LEN))
+    wrapped(*base, *descs, *rest)                                    # Triton's expansion
+    c_launch = launcher.c_launcher(type("Runner", (), {"launch": staticmethod(wrapped)})())
+    ours = launcher.descriptor_args(kernel, descs)
+    c_launch(*base, *(a for d, t in zip(ours, descs) for a in d.args(t.base.data_ptr())), *rest)   # ours
+    result[stage] = dict(n_meta=len(meta or []), unwrapped=c_launch is not wrapped, equal=seen[0] == seen[1],
+                         maps=sum(isinstance(a, tuple) and a[0] == "CUtensorMap" for a in seen[1]),
+                         n_args=len(seen[0]))
+print(json.dumps(result))
+"""
+
+
+def test_direct_launch_expands_host_descriptors_as_triton_does():
+    """For kernels compiled for sm_90 on the CPU (in a subprocess, without the interpreter): the arguments that the
+    direct launch gives Triton's C launcher equal those that Triton's own descriptor wrapper gives it."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    stages = ["v11", "v13", "v19"]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _EXPANSION, *stages], cwd=Path(__file__).parents[1], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    for stage in stages:
+        r = result[stage]
+        assert r["n_meta"] == 4, f"{stage}: its four descriptors are lowered to TMA"
+        assert r["unwrapped"], f"{stage}: the C launcher under Triton's descriptor wrapper was found"
+        assert r["maps"] == 4 and r["equal"], f"{stage}: the direct launch's arguments differ from Triton's: {r}"
+
+
+class _FakeUtils:
+    """Triton's fill_tma_descriptor, recorded: returns its arguments (the CUtensorMap they would make)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def fill_tma_descriptor(self, *args):
+        self.calls += 1
+        return ("CUtensorMap", args[0], args[1], args[2], args[3], tuple(args[4]), tuple(args[5]), tuple(args[6]),
+                args[7])
+
+
+@pytest.fixture
+def fake_fill(monkeypatch):
+    import triton
+    utils = _FakeUtils()
+    monkeypatch.setattr(triton.runtime.driver, "_active", type("FakeDriver", (), {"utils": utils})())
+    return utils
+
+
+def test_filled_descriptors_are_reused_per_address_and_bounded(fake_fill, monkeypatch):
+    q, k, v = qkv(N=64, D=64)
+    desc = attn.host_descriptors(q, k, v, torch.empty_like(q), attn.Tile(64, 64, 4, 3))[0]
+    meta = dict(swizzle=3, elem_size=2, elem_type=6, block_size=[1, 1, 64, 64], fp4_padded=False)
+    d = attn.DescriptorArgs(desc, meta)
+    fake_fill.calls = 0
+    first = d.args(4096)
+    assert d.args(4096) is first and fake_fill.calls == 1       # the same address: the same map
+    assert d.args(8192)[0][1] == 8192 and fake_fill.calls == 2   # a new address: a new map, of that address
+    monkeypatch.setattr(attn, "DESCRIPTOR_CACHE_SIZE", 3)
+    for ptr in range(16, 16 * 20, 16):
+        assert d.args(ptr)[0][1] == ptr
+    assert len(d.cache) <= 3
