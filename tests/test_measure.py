@@ -448,3 +448,39 @@ def test_the_settle_step_runs_before_each_block_of_one_long_n(tmp_path, fake_gpu
     bench.run(off, entries, tmp_path / "off", log=lambda s: None)
     assert fake_gpu.settled == []
 
+
+def test_the_aggregate_reads_runs_with_and_without_the_gpu_state(tmp_path, fake_gpu):
+    """A committed run (timed before the GPU state was recorded) and a run with it: per_run's older columns of the
+    old run are what they were without the new run beside it, its GPU state columns are empty; the new run's are
+    the medians over repeats, the count of power-capped repeats, and TFLOP/s per watt of the median power."""
+    import numpy as np
+    import pandas as pd
+
+    from kernels.shapes import attention_flops
+    old_csv = sorted(DATA.glob("run-*"))[-1] / "bench-headline" / "timings.csv"
+    with open(old_csv) as f:
+        old_header = next(csv.reader(f))
+    assert bench.COLUMNS[:len(old_header)] == old_header               # the new columns come after the old ones
+    entries = bench_plan.expand(CFG, ["headline"])
+    bench.run({**CFG, "repeats": {**CFG["repeats"], "headline": 3}}, entries, tmp_path, log=lambda s: None)
+    old = pd.read_csv(old_csv).assign(run="run-old")
+    new = pd.read_csv(tmp_path / "timings.csv").assign(run="run-new")
+    both = aggregate.per_run(aggregate.canonical_names(pd.concat([old, new], ignore_index=True)))
+    alone = aggregate.per_run(aggregate.canonical_names(old))
+    assert list(both.columns) == list(alone.columns)
+    assert list(both.columns[-len(aggregate.STATE):]) == list(aggregate.STATE)
+    # the role `last` is our last stage measured in any of the runs read together: the new run's stages move it
+    older = [c for c in alone.columns if c not in aggregate.STATE and c != "last"]
+    pd.testing.assert_frame_equal(both[both.run == "run-old"][older].reset_index(drop=True),
+                                  alone[older].reset_index(drop=True), check_dtype=False)
+    assert both[both.run == "run-old"][list(aggregate.STATE)].isna().all().all()
+    assert alone[list(aggregate.STATE)].isna().all().all()
+    n = both[both.run == "run-new"]
+    assert len(n) == len(entries) - 1                                   # v5 refused
+    # of each entry's three repeats, the first was capped
+    assert (n.capped_repeats == 1).all() and (n.energy_mj == 60.0).all()
+    assert (n.power_w == 600.0).all() and (n.sm_mhz == 1980.0).all()   # medians over (capped, two not)
+    r = n.iloc[0]
+    assert r.tflops_per_watt == pytest.approx(attention_flops(r.B, r.H, r.N, r.D, bool(r.causal))
+                                              / (r.time_us * 1e-6) / 1e12 / 600.0)
+    assert np.isfinite(n.tflops_per_watt).all()
