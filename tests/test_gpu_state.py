@@ -327,3 +327,14 @@ def test_which_entries_are_settled():
     assert settle.needs_settle(16384, 1, 8192, 20, (0, 16384))       # another repeat
     assert not settle.needs_settle(4096, 0, 8192, 20, None)          # short: never
     assert not settle.needs_settle(16384, 0, 8192, 0, None)          # max_s 0: off
+
+
+def test_the_energy_counters_resolution_from_a_polled_series():
+    """tools/check_gpu_state.py's reading of a polled counter: here it moves by 2 mJ or more every 20 ms."""
+    from steps import step
+    tool = step("tools/check_gpu_state")
+    series = [(i * 0.001, 100 + 2 * (i // 20) + (i // 40)) for i in range(101)]   # polled every ms
+    s = tool.counter_steps(series)
+    assert s["polls"] == 101 and s["changes"] == 5 and s["median_update_ms"] == pytest.approx(20)
+    assert s["min_increment_mj"] == 2 and s["median_increment_mj"] == 2            # 2, 3, 2, 3, 2
+    assert tool.counter_steps([(0.0, 5), (0.1, 5)])["changes"] == 0
