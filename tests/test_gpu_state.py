@@ -338,3 +338,14 @@ def test_the_energy_counters_resolution_from_a_polled_series():
     assert s["polls"] == 101 and s["changes"] == 5 and s["median_update_ms"] == pytest.approx(20)
     assert s["min_increment_mj"] == 2 and s["median_increment_mj"] == 2            # 2, 3, 2, 3, 2
     assert tool.counter_steps([(0.0, 5), (0.1, 5)])["changes"] == 0
+
+
+def test_importing_the_state_modules_loads_neither_nvml_nor_torch():
+    """The aggregate imports gpu_state and settle for their column names: on a machine without a GPU stack."""
+    import subprocess
+    from pathlib import Path
+    code = ("import sys, pipeline.gpu_state, pipeline.settle; "
+            "bad = {'pynvml', 'torch', 'triton', 'pandas'} & set(sys.modules); assert not bad, bad")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
