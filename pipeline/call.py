@@ -11,8 +11,8 @@ steps all call an entry through here, and this is the only caller of the kernel 
 - `settle_call(calls, bench)`: the settle step (pipeline.settle) on a checked entry: run it until the SM clock
   stops falling.
 - `kernel_time(fn, n_samples)`: the kernel timer on any callable (the timer check times a call behind a host sleep).
-- `timed_with_state(fn, n_samples, gpu, interval_ms)`: the kernel timer with the GPU state sampler around its
-  samples, then as many flushes alone, whose energy is taken off the call's.
+- `timed_with_state(fn, n_samples, gpu, interval_ms, n_flushes)`: the kernel timer with the GPU state sampler around
+  its samples, then flushes alone, one flush's energy taken off each call's.
 - `host_time_us(fn, calls, loops)`: the host time of one plain call.
 """
 from __future__ import annotations
@@ -85,25 +85,26 @@ def kernel_time(fn, n_samples: int) -> dict:
     return {**kernel_timer.measure(fn, n_samples), "timer": kernel_timer.TIMER}
 
 
-def timed_with_state(fn, n_samples: int, gpu, interval_ms: float, *, flush=None, sync=None,
-                     recorder=kernel_timer.cupti_recorder) -> dict:
+def timed_with_state(fn, n_samples: int, gpu, interval_ms: float, n_flushes: int | None = None, *, flush=None,
+                     sync=None, recorder=kernel_timer.cupti_recorder) -> dict:
     """kernel_time's statistics with gpu_state.STATE_COLUMNS beside them. The sampler (readings every interval_ms)
-    spans the timer's n_samples samples, each a flush and a call; then n_samples flushes alone run under a second
-    sampler, and their energy is subtracted from the window's: energy_mj is the energy of one call without its
-    flush (gpu_state.state_row). flush and sync default to the L2 flush kernel and torch.cuda.synchronize; the
-    tests give fakes."""
+    spans the timer's n_samples samples, each a flush and a call; then n_flushes flushes alone (n_samples if not
+    given) run under a second sampler, and one flush's energy is taken off each call's: energy_mj is the energy of
+    one call without its flush (gpu_state.state_row). flush and sync default to the L2 flush kernel and
+    torch.cuda.synchronize; the tests give fakes."""
     if flush is None:
         from .l2_flush import l2_flush
         flush = l2_flush()
     if sync is None:
         import torch
         sync = torch.cuda.synchronize
+    n_flushes = n_samples if n_flushes is None else n_flushes
     window = gpu_state.Sampler(gpu, interval_ms, sync)
     stats = kernel_timer.measure(fn, n_samples, flush=flush, recorder=recorder, window=window)
     with gpu_state.Sampler(gpu, interval_ms, sync) as flushes:
-        for _ in range(n_samples):
+        for _ in range(n_flushes):
             flush()
-    return {**stats, "timer": kernel_timer.TIMER, **gpu_state.state_row(window, flushes, n_samples)}
+    return {**stats, "timer": kernel_timer.TIMER, **gpu_state.state_row(window, flushes, n_samples, n_flushes)}
 
 
 def state_gpu():
@@ -130,7 +131,10 @@ def time_call(calls, bench: dict) -> dict:
     estimate_us = do_bench(checked, warmup=1, rep=5, return_mode="median") * 1e3
     n = kernel_timer.samples_for(estimate_us + bench["flush_us"], bench["rep_ms"], bench["min_samples"],
                                  bench["max_samples"])
-    return timed_with_state(checked, n, gpu, bench["state_interval_ms"])
+    # the flushes alone: at least as many as the samples, and as many as fill the budget rep_ms, so that the energy
+    # counter's resolution weighs on the flush's energy no more than on the window's
+    n_flushes = max(n, int(bench["rep_ms"] * 1e3 / max(bench["flush_us"], 1.0)))
+    return timed_with_state(checked, n, gpu, bench["state_interval_ms"], n_flushes)
 
 
 def settle_call(calls, bench: dict) -> dict:

@@ -102,27 +102,31 @@ def energy_delta_mj(before: dict, after: dict) -> float:
 
 
 def energy_per_call_mj(window_mj: float, flush_mj: float, calls: int) -> float:
-    """Energy of one call (mJ): the timed window's energy (each sample a flush and a call) less the energy of as
-    many flushes alone, over the number of calls. Not clipped: a negative value says the counter's resolution is
-    too coarse for the window."""
+    """Energy of one call (mJ): the timed window's energy (calls samples, each a flush and a call) less the energy
+    of one flush alone (flush_mj) for each sample, over the number of calls. Not clipped: a negative value says the
+    counter's resolution is too coarse for the window."""
     if calls < 1:
         raise ValueError(f"calls must be >= 1, got {calls}")
-    return (window_mj - flush_mj) / calls
+    return (window_mj - calls * flush_mj) / calls
 
 
-def state_row(window: "Sampler", flushes: "Sampler", calls: int) -> dict:
+def state_row(window: "Sampler", flushes: "Sampler", calls: int, n_flushes: int) -> dict:
     """The STATE_COLUMNS of a timed row: `window` sampled the timed samples (calls of them, each a flush and a
-    call), `flushes` the same number of flushes alone, right after. The clock, power and masks are the window's
-    (flushes included); temp_c is the higher of the window's two full readings; energy_mj is the energy of one
-    call with the flushes' energy taken off (energy_per_call_mj), flush_energy_mj that of one flush."""
+    call), `flushes` n_flushes flushes alone, right after. The clock, power and masks are the window's (flushes
+    included); temp_c is the higher of the window's two full readings; flush_energy_mj is the energy of one flush
+    alone (the flushes' window over n_flushes), energy_mj that of one call with one flush's taken off
+    (energy_per_call_mj)."""
     if window.before["uuid"] != window.after["uuid"]:
         raise GpuStateError(f"the window's readings come from two GPUs: {window.before['uuid']}, "
                             f"{window.after['uuid']}")
-    window_mj, flush_mj = energy_delta_mj(window.before, window.after), energy_delta_mj(flushes.before, flushes.after)
+    if n_flushes < 1:
+        raise ValueError(f"n_flushes must be >= 1, got {n_flushes}")
+    window_mj = energy_delta_mj(window.before, window.after)
+    flush_mj = energy_delta_mj(flushes.before, flushes.after) / n_flushes
     return {"gpu_uuid": window.before["uuid"], **summarize(window.readings),
             "power_limit_w": window.before["power_limit_w"],
             "temp_c": max(window.before["temp_c"], window.after["temp_c"]),
-            "energy_mj": energy_per_call_mj(window_mj, flush_mj, calls), "flush_energy_mj": flush_mj / calls,
+            "energy_mj": energy_per_call_mj(window_mj, flush_mj, calls), "flush_energy_mj": flush_mj,
             "window_ms": window.seconds * 1e3}
 
 

@@ -48,9 +48,9 @@ def test_the_clock_median_of_an_even_count():
 
 
 def test_energy_per_call_takes_the_flushes_off():
-    # 200 samples: a window of 200 flushes and calls used 8000 mJ, 200 flushes alone 4800 mJ: 16 mJ a call
-    assert gpu_state.energy_per_call_mj(8000.0, 4800.0, 200) == pytest.approx(16.0)
-    assert gpu_state.energy_per_call_mj(100.0, 120.0, 10) == pytest.approx(-2.0)   # not clipped: says "too coarse"
+    # 200 samples: a window of 200 flushes and calls used 8000 mJ, a flush alone 24 mJ: 16 mJ a call
+    assert gpu_state.energy_per_call_mj(8000.0, 24.0, 200) == pytest.approx(16.0)
+    assert gpu_state.energy_per_call_mj(100.0, 12.0, 10) == pytest.approx(-2.0)   # not clipped: says "too coarse"
     with pytest.raises(ValueError):
         gpu_state.energy_per_call_mj(1.0, 0.0, 0)
     with pytest.raises(GpuStateError, match="energy counter went back"):
@@ -64,15 +64,15 @@ def full(energy, temp=60, uuid="GPU-a", limit=700.0):
 def test_the_row_of_a_window():
     window = SimpleNamespace(before=full(1_000, 55), after=full(9_000, 63), seconds=0.06,
                              readings=[reading(1980, 690), reading(1830, 700, 0x4), reading(1845, 700, 0x4)])
-    flushes = SimpleNamespace(before=full(9_100), after=full(13_900), seconds=0.02, readings=[reading()])
-    row = gpu_state.state_row(window, flushes, 200)
+    flushes = SimpleNamespace(before=full(9_100), after=full(18_700), seconds=0.04, readings=[reading()])
+    row = gpu_state.state_row(window, flushes, 200, 400)               # 400 flushes alone: 24 mJ each
     assert set(row) == set(gpu_state.STATE_COLUMNS)
     assert row["energy_mj"] == pytest.approx((8_000 - 4_800) / 200) and row["flush_energy_mj"] == pytest.approx(24)
     assert row["sm_mhz"] == 1845 and row["power_capped"] and row["temp_c"] == 63 and row["gpu_uuid"] == "GPU-a"
     assert row["window_ms"] == pytest.approx(60) and row["power_limit_w"] == 700.0 and row["throttle"] == "0x4"
     window.after = full(9_000, uuid="GPU-b")
     with pytest.raises(GpuStateError, match="two GPUs"):
-        gpu_state.state_row(window, flushes, 200)
+        gpu_state.state_row(window, flushes, 200, 400)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -272,14 +272,16 @@ class EnergyGPU:
 
 def test_the_energy_of_a_call_leaves_the_flush_out():
     gpu = EnergyGPU()
-    stats = timed_with_state(lambda: gpu.launch("attn", 30_000), 100, gpu, 1.0, flush=gpu.flush,
+    stats = timed_with_state(lambda: gpu.launch("attn", 30_000), 100, gpu, 1.0, 250, flush=gpu.flush,
                              sync=lambda: None, recorder=gpu.recorder)
     assert stats["time_us"] == 30.0 and stats["timer"] == kt.TIMER        # the kernel timer's figures unchanged
     assert stats["energy_mj"] == pytest.approx(30e-6 * 600 * 1e3)          # 18 mJ: the call alone
     assert stats["flush_energy_mj"] == pytest.approx(80e-6 * 300 * 1e3)    # 24 mJ
     assert stats["power_capped"] and stats["sm_mhz"] == 1830 and set(gpu_state.STATE_COLUMNS) <= set(stats)
-    # the warm-up ran outside the window: 3 calls and flushes, then 100 of each, then 100 flushes
-    assert gpu.energy_mj == pytest.approx(103 * 18 + 203 * 24)
+    # the warm-up ran outside the window: 3 calls and flushes, then 100 of each, then 250 flushes alone
+    assert gpu.energy_mj == pytest.approx(103 * 18 + 353 * 24)
+    assert timed_with_state(lambda: gpu.launch("attn", 30_000), 10, gpu, 1.0, flush=gpu.flush, sync=lambda: None,
+                            recorder=gpu.recorder)["energy_mj"] == pytest.approx(18)   # as many flushes as samples
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ sm_min_mhz, sm_max_mhz); the mean power of those readings (power_w, W; the flush
 power limit (power_limit_w); the higher of the temperatures before and after (temp_c); the OR of the clock event
 reasons seen (throttle, hex), and whether any reading had a power-cap reason (power_capped: 0x4 software power cap,
 0x8 hardware slowdown, 0x80 power brake) with the fraction that did (capped_frac); the energy of one call (energy_mj,
-mJ: NVML's energy counter over the timed samples less that of as many flushes alone, run right after, over the
-number of samples) and of one flush (flush_energy_mj); the window's wall time (window_ms) and the number of readings
-(state_readings).
+mJ: NVML's energy counter over the timed samples, less one flush's energy per sample, over the number of samples)
+and of one flush (flush_energy_mj: flushes alone, run right after: as many as fill rep_ms at flush_us each, or as
+many as the samples if more); the window's wall time (window_ms) and the number of readings (state_readings).
 
 The settle step (pipeline.settle), before the first entry of each block of one long N (N >= settle_min_N) in a
 repeat, and before the first entry timed after a resume: the entry runs back to back in windows of
