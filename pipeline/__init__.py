@@ -8,6 +8,8 @@ step. Each module has one job:
 - kernel_timer, l2_flush: the GPU's own kernel durations, the L2 flushed before each sample;
 - seal: the SHA256SUMS of a run, written once and verified whenever the data is read;
 - gpu_env: the GPU, driver, versions, clocks and throttle reasons beside every result;
+- gpu_state: the GPU's clock, power, temperature, clock event reasons and energy over each timed sample (NVML);
+- settle: the settle step, a long-N entry run until the SM clock stops falling;
 - gpu_pin: one GPU of its own per GPU job;
 - partial_csv: the partial files an interrupted step resumes from;
 - nsight: Nsight Compute's reports read with NVIDIA's report interface (run in a process of its own);

@@ -6,8 +6,13 @@ steps all call an entry through here, and this is the only caller of the kernel 
   within twice PyTorch's default SDPA's own error on the same inputs (kernels.accuracy). A variant Triton refuses, or a PyTorch backend that cannot take the input, is a status, never
   an exception.
 - `time_call(calls, bench)`: the kernel time of a checked entry (pipeline.kernel_timer), its sample count sized from
-  a quick event-timed estimate and the plan's budget.
+  a quick event-timed estimate and the plan's budget, with the GPU's state over the timed samples
+  (pipeline.gpu_state: SM clock, power, clock event reasons, temperature, energy per call, UUID).
+- `settle_call(calls, bench)`: the settle step (pipeline.settle) on a checked entry: run it until the SM clock
+  stops falling.
 - `kernel_time(fn, n_samples)`: the kernel timer on any callable (the timer check times a call behind a host sleep).
+- `timed_with_state(fn, n_samples, gpu, interval_ms, n_flushes)`: the kernel timer with the GPU state sampler around
+  its samples, then flushes alone, one flush's energy taken off each call's.
 - `host_time_us(fn, calls, loops)`: the host time of one plain call.
 """
 from __future__ import annotations
@@ -17,7 +22,7 @@ import time
 
 from kernels.stages import BASELINE, STAGES
 
-from . import kernel_timer
+from . import gpu_state, kernel_timer, settle
 
 
 def inputs(entry, seed: int):
@@ -80,16 +85,76 @@ def kernel_time(fn, n_samples: int) -> dict:
     return {**kernel_timer.measure(fn, n_samples), "timer": kernel_timer.TIMER}
 
 
+def timed_with_state(fn, n_samples: int, gpu, interval_ms: float, n_flushes: int | None = None, *, flush=None,
+                     sync=None, recorder=kernel_timer.cupti_recorder) -> dict:
+    """kernel_time's statistics with gpu_state.STATE_COLUMNS beside them. The sampler (readings every interval_ms)
+    spans the timer's n_samples samples, each a flush and a call; then n_flushes flushes alone (n_samples if not
+    given) run under a second sampler, and one flush's energy is taken off each call's: energy_mj is the energy of
+    one call without its flush (gpu_state.state_row). flush and sync default to the L2 flush kernel and
+    torch.cuda.synchronize; the tests give fakes."""
+    if flush is None:
+        from .l2_flush import l2_flush
+        flush = l2_flush()
+    if sync is None:
+        import torch
+        sync = torch.cuda.synchronize
+    n_flushes = n_samples if n_flushes is None else n_flushes
+    window = gpu_state.Sampler(gpu, interval_ms, sync)
+    stats = kernel_timer.measure(fn, n_samples, flush=flush, recorder=recorder, window=window)
+    with gpu_state.Sampler(gpu, interval_ms, sync) as flushes:
+        for _ in range(n_flushes):
+            flush()
+    return {**stats, "timer": kernel_timer.TIMER, **gpu_state.state_row(window, flushes, n_samples, n_flushes)}
+
+
+def state_gpu():
+    """This process's GPU as NVML reads it (gpu_state.this_gpu), checked to be the GPU torch runs on: NVML's
+    indices follow the PCI bus, CUDA's its own order unless CUDA_DEVICE_ORDER=PCI_BUS_ID."""
+    import torch
+
+    gpu = gpu_state.this_gpu()
+    cuda_uuid = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None)
+    if cuda_uuid is not None and not gpu_state.same_gpu(gpu.uuid, cuda_uuid):
+        raise gpu_state.GpuStateError(f"NVML reads GPU {gpu.uuid} but torch runs on GPU-{cuda_uuid}: set "
+                                      f"CUDA_DEVICE_ORDER=PCI_BUS_ID, or CUDA_VISIBLE_DEVICES to the GPU's UUID")
+    return gpu
+
+
 def time_call(calls, bench: dict) -> dict:
     """The kernel time of one checked entry, its samples sized from a quick event-timed estimate (plan.bench: the
-    budget rep_ms, the bounds min_samples and max_samples, the flush's own time flush_us)."""
+    budget rep_ms, the bounds min_samples and max_samples, the flush's own time flush_us), with the GPU's state
+    over the timed samples (readings every state_interval_ms; timed_with_state)."""
     from triton.testing import do_bench
 
     checked, _ = calls
+    gpu = state_gpu()                 # before any timing: no NVML, no row
     estimate_us = do_bench(checked, warmup=1, rep=5, return_mode="median") * 1e3
     n = kernel_timer.samples_for(estimate_us + bench["flush_us"], bench["rep_ms"], bench["min_samples"],
                                  bench["max_samples"])
-    return kernel_time(checked, n)
+    # the flushes alone: at least as many as the samples, and as many as fill the budget rep_ms, so that the energy
+    # counter's resolution weighs on the flush's energy no more than on the window's
+    n_flushes = max(n, int(bench["rep_ms"] * 1e3 / max(bench["flush_us"], 1.0)))
+    return timed_with_state(checked, n, gpu, bench["state_interval_ms"], n_flushes)
+
+
+def settle_call(calls, bench: dict) -> dict:
+    """The settle step (pipeline.settle) on one checked entry: the call run back to back, synchronized after each
+    call, in windows of settle_window_ms whose median SM clock the GPU state sampler reads, until it stops falling
+    (settle_tol_pct) or settle_max_s. Returns settle.COLUMNS."""
+    import torch
+
+    checked, _ = calls
+    gpu = state_gpu()
+
+    def run_window(ms: float) -> float:
+        with gpu_state.Sampler(gpu, bench["state_interval_ms"], torch.cuda.synchronize) as s:
+            end = time.perf_counter() + ms / 1e3
+            while time.perf_counter() < end:
+                checked()
+                torch.cuda.synchronize()
+        return gpu_state.summarize(s.readings)["sm_mhz"]
+
+    return settle.settle(run_window, bench["settle_window_ms"], bench["settle_tol_pct"], bench["settle_max_s"])
 
 
 def host_time_us(fn, calls: int, loops: int) -> float:

@@ -17,6 +17,7 @@ check it with a fake GPU clock (tests/test_kernel_timer.py); `cupti_recorder` is
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -125,11 +126,15 @@ def cupti_recorder(run: Callable[[], None]) -> list:
 
 
 def measure(fn: Callable[[], object], n_samples: int, *, warmup: int = 3, flush: Callable[[], object] | None = None,
-            recorder: Callable[[Callable[[], None]], list] = cupti_recorder) -> dict:
+            recorder: Callable[[Callable[[], None]], list] = cupti_recorder, window=None) -> dict:
     """Time the GPU work of fn over n_samples samples, the L2 flushed before each. Returns summarize()'s statistics
     of all the GPU work of a sample (kernels, and the memsets or copies the call makes), plus `kernels_us` (the
     median of the kernels alone: what Nsight Compute profiles), `kernels` (the names of one sample's records,
-    joined by ';') and `n_kernels` (how many of them are kernels)."""
+    joined by ';') and `n_kernels` (how many of them are kernels).
+
+    `window`, if given, is a context manager entered just before the first timed sample is launched and left after
+    the last (inside the recording, after the warm-up): pipeline.gpu_state's sampler, which reads the GPU's clock,
+    power and energy over exactly the timed samples."""
     if flush is None:
         from .l2_flush import l2_flush
         flush = l2_flush()
@@ -138,9 +143,10 @@ def measure(fn: Callable[[], object], n_samples: int, *, warmup: int = 3, flush:
         fn()
 
     def run():
-        for _ in range(n_samples):
-            flush()
-            fn()
+        with window if window is not None else contextlib.nullcontext():
+            for _ in range(n_samples):
+                flush()
+                fn()
 
     samples = split_samples(recorder(run), n_samples)
     names = kernel_names(samples)

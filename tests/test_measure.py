@@ -59,22 +59,41 @@ class Interrupt(Exception):
     pass
 
 
+def fake_state(nth: int) -> dict:
+    """The GPU state columns (pipeline.gpu_state.STATE_COLUMNS) of an entry's nth timing: the first is
+    power-capped, at a lower clock and a higher power."""
+    capped = nth == 1
+    return dict(gpu_uuid="GPU-fake-0001", sm_mhz=1755.0 if capped else 1980.0, sm_min_mhz=1710.0,
+                sm_max_mhz=1980.0, power_w=700.0 if capped else 600.0, power_limit_w=700.0, temp_c=70,
+                throttle="0x4" if capped else "0x0", power_capped=capped, capped_frac=0.5 if capped else 0.0,
+                energy_mj=60.0, flush_energy_mj=25.0, window_ms=55.0, state_readings=11)
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """bench.run with the GPU replaced: checks pass (but v5 at 16x16 tiles is refused), timings are fake."""
-    calls = []
+    """bench.run with the GPU replaced: checks pass (but v5 at 16x16 tiles is refused), timings and the GPU's state
+    are fake; the settle step records which entries it settled (fake.settled: (key, N) in order)."""
+    calls, timed = [], {}
 
     def check(entry, seed):
         if entry.variant == "v5":
             return "refused", None, "v5: Triton cannot build this variant", None
-        return "ok", 1e-4, "", None
+        return "ok", 1e-4, "", ("checked", entry)
 
     def time_call(fn, b):
         calls.append(1)
         if len(calls) == fake.interrupt_at:
             raise Interrupt()
+        key = fn[1].key
+        timed[key] = timed.get(key, 0) + 1
         return dict(time_us=100.0, min_us=99.0, q25_us=99.5, q75_us=100.5, max_us=101.0, mean_us=100.0,
-                    n_samples=50, kernels="_attn_fwd", n_kernels=1, kernels_us=100.0, timer="fake")
+                    n_samples=50, kernels="_attn_fwd", n_kernels=1, kernels_us=100.0, timer="fake",
+                    **fake_state(timed[key]))
+
+    def settle_call(fn, b):
+        entry = fn[1]
+        fake.settled.append((entry.key, entry.shape.N))
+        return dict(settle_s=2.5, settle_mhz=1800.0, settle_windows=5, settle_stable=True)
 
     class UserView:
         def __init__(self, bench):
@@ -86,9 +105,10 @@ def fake_gpu(monkeypatch):
         def close(self):
             pass
 
-    fake = type("Fake", (), {"interrupt_at": None, "calls": calls})()
+    fake = type("Fake", (), {"interrupt_at": None, "calls": calls, "settled": []})()
     monkeypatch.setattr(bench, "check", check)
     monkeypatch.setattr(bench, "time_call", time_call)
+    monkeypatch.setattr(bench, "settle_call", settle_call)
     monkeypatch.setattr(bench, "UserView", UserView)
     monkeypatch.setattr(bench, "precompile", lambda entries, workers, log: None)
     monkeypatch.setattr(bench.gpu_env, "snapshot", lambda index=0: {"clocks.sm": "fake"})
@@ -368,3 +388,99 @@ def test_the_nsight_reader_loads_neither_pandas_nor_torch():
             "bad = {'pandas', 'numpy', 'torch', 'triton'} & set(sys.modules); assert not bad, bad")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_rows_carry_the_gpu_state_through_an_interrupted_and_resumed_run(tmp_path, fake_gpu):
+    """Every timed row has the GPU's state (pipeline.gpu_state's columns, after the older ones); a refused row has
+    none. The settle step runs before the first entry of each repeat at a long N (here the headline's N counts as
+    long) and before the first entry timed after the resume, and only there its columns are filled."""
+    from pipeline import gpu_state, settle
+    entries = bench_plan.expand(CFG, ["headline"])
+    bench_cfg = {**CFG["bench"], "settle_min_N": HEADLINE.N}
+    m = {**CFG, "bench": bench_cfg, "repeats": {**CFG["repeats"], "headline": 3}}
+    fake_gpu.interrupt_at = 20
+    with pytest.raises(Interrupt):
+        bench.run(m, entries, tmp_path, log=lambda s: None)
+    with open(tmp_path / "timings.partial.csv") as f:
+        partial = list(csv.DictReader(f))
+    fake_gpu.interrupt_at = None
+    bench.run(m, entries, tmp_path, log=lambda s: None)
+    with open(tmp_path / "timings.csv") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    assert reader.fieldnames[-len(gpu_state.STATE_COLUMNS) - len(settle.COLUMNS):] == \
+        gpu_state.STATE_COLUMNS + settle.COLUMNS
+    assert rows[:len(partial)] == partial
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert all(r["gpu_uuid"] == "GPU-fake-0001" and float(r["sm_mhz"]) > 0 and float(r["energy_mj"]) == 60.0
+               for r in ok)
+    assert {r["power_capped"] for r in ok} == {"True", "False"}
+    refused = [r for r in rows if r["status"] == "refused"]
+    assert refused and all(r[c] == "" for r in refused for c in gpu_state.STATE_COLUMNS + settle.COLUMNS)
+    # settled: the first ok row of each repeat, and the first row timed after the resume
+    first_of_repeat = {next(i for i, r in enumerate(rows) if r["repeat"] == str(rep) and r["status"] == "ok")
+                       for rep in range(3)}
+    after_resume = next(i for i, r in enumerate(rows) if i >= len(partial) and r["status"] == "ok")
+    settled = {i for i, r in enumerate(rows) if r["settle_s"] != ""}
+    assert settled == first_of_repeat | {after_resume} and len(settled) == 4
+    assert all(rows[i]["settle_mhz"] == "1800.0" and rows[i]["settle_stable"] == "True" for i in settled)
+    assert [k for k, _ in fake_gpu.settled] == [rows[i]["key"] for i in sorted(settled)]
+
+
+def test_the_settle_step_runs_before_each_block_of_one_long_n(tmp_path, fake_gpu):
+    """In the N sweep (N >= settle_min_N = 8192: two N, two dtypes), each repeat settles four times, each time at
+    the first entry of a block; settle_max_s = 0 turns the step off."""
+    entries = bench_plan.expand(CFG, ["n_sweep"])
+    m = {**CFG, "repeats": {**CFG["repeats"], "n_sweep": 1}}
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    bench.run(m, entries, tmp_path / "on", log=lambda s: None)
+    with open(tmp_path / "on" / "timings.csv") as f:
+        rows = list(csv.DictReader(f))
+    long_n = [n for n in CFG["n_sweep"] if n >= CFG["bench"]["settle_min_N"]]
+    assert len(fake_gpu.settled) == len(long_n) * len(CFG["n_sweep_dtypes"]) == 4
+    for key, n in fake_gpu.settled:
+        i = next(i for i, r in enumerate(rows) if r["key"] == key)
+        assert int(rows[i]["N"]) == n and (i == 0 or rows[i - 1]["N"] != rows[i]["N"]
+                                           or rows[i - 1]["status"] != "ok")
+    fake_gpu.settled.clear()
+    off = {**m, "bench": {**CFG["bench"], "settle_max_s": 0}}
+    bench.run(off, entries, tmp_path / "off", log=lambda s: None)
+    assert fake_gpu.settled == []
+
+
+def test_the_aggregate_reads_runs_with_and_without_the_gpu_state(tmp_path, fake_gpu):
+    """A committed run (timed before the GPU state was recorded) and a run with it: per_run's older columns of the
+    old run are what they were without the new run beside it, its GPU state columns are empty; the new run's are
+    the medians over repeats, the count of power-capped repeats, and TFLOP/s per watt of the median power."""
+    import numpy as np
+    import pandas as pd
+
+    from kernels.shapes import attention_flops
+    old_csv = sorted(DATA.glob("run-*"))[-1] / "bench-headline" / "timings.csv"
+    with open(old_csv) as f:
+        old_header = next(csv.reader(f))
+    assert bench.COLUMNS[:len(old_header)] == old_header               # the new columns come after the old ones
+    entries = bench_plan.expand(CFG, ["headline"])
+    bench.run({**CFG, "repeats": {**CFG["repeats"], "headline": 3}}, entries, tmp_path, log=lambda s: None)
+    old = pd.read_csv(old_csv).assign(run="run-old")
+    new = pd.read_csv(tmp_path / "timings.csv").assign(run="run-new")
+    both = aggregate.per_run(aggregate.canonical_names(pd.concat([old, new], ignore_index=True)))
+    alone = aggregate.per_run(aggregate.canonical_names(old))
+    assert list(both.columns) == list(alone.columns)
+    assert list(both.columns[-len(aggregate.STATE):]) == list(aggregate.STATE)
+    # the role `last` is our last stage measured in any of the runs read together: the new run's stages move it
+    older = [c for c in alone.columns if c not in aggregate.STATE and c != "last"]
+    pd.testing.assert_frame_equal(both[both.run == "run-old"][older].reset_index(drop=True),
+                                  alone[older].reset_index(drop=True), check_dtype=False)
+    assert both[both.run == "run-old"][list(aggregate.STATE)].isna().all().all()
+    assert alone[list(aggregate.STATE)].isna().all().all()
+    n = both[both.run == "run-new"]
+    assert len(n) == len(entries) - 1                                   # v5 refused
+    # of each entry's three repeats, the first was capped
+    assert (n.capped_repeats == 1).all() and (n.energy_mj == 60.0).all()
+    assert (n.power_w == 600.0).all() and (n.sm_mhz == 1980.0).all()   # medians over (capped, two not)
+    r = n.iloc[0]
+    assert r.tflops_per_watt == pytest.approx(attention_flops(r.B, r.H, r.N, r.D, bool(r.causal))
+                                              / (r.time_us * 1e-6) / 1e12 / 600.0)
+    assert np.isfinite(n.tflops_per_watt).all()

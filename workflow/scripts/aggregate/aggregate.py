@@ -10,7 +10,9 @@ Writes:
 - timings.csv: every timing row of every run, with the run's name and the rows' roles (ROLES below);
 - per_run.csv: one row per run x entry: the median over repeats of the per-repeat kernel-time medians, the lowest
   and highest repeat median, the number of repeats, and the medians over repeats of the call time and host time;
-  and the rows' roles, so that no later step derives them again (ROLES below);
+  and the rows' roles, so that no later step derives them again (ROLES below); last, the GPU's state (STATE below:
+  empty for runs timed before it was recorded): the medians over repeats of the SM clock, the power and the energy
+  per call, the number of power-capped repeats, and the useful TFLOP/s per watt;
 - headline.csv: the stages at the headline shape and the article's tile, per run, with their ratios to torch-flash
   and torch-default, beside the article's time and ratio; headline_median.csv: the same, median over runs;
 - stage_table.csv: the paper's stage table, one row per stage of the article: the article's figures beside ours
@@ -47,7 +49,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline import keys, seal, selection
+from kernels.shapes import attention_flops
+from pipeline import gpu_state, keys, seal, selection, settle
 from pipeline.kernel_timer import TIMER
 
 TORCH = tuple(selection.TORCH)
@@ -117,7 +120,14 @@ def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
     return df[["run"] + [c for c in df.columns if c != "run"]]
 
 
-MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer")  # measured, not descriptive
+MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer",  # measured, not descriptive
+            *gpu_state.STATE_COLUMNS, *settle.COLUMNS)
+# per_run's columns of the GPU's state, last in its rows: the medians over repeats of the SM clock (MHz, each
+# repeat's median over its timed samples), the mean power (W) and the energy per call (mJ); the number of repeats
+# with a power-capped reading; and the useful TFLOP/s (kernels.shapes.attention_flops over the median time) per
+# watt of the median power. Empty (NaN) for a run whose timings.csv has no such columns (timed before they were).
+STATE_MEDIANS = ("sm_mhz", "power_w", "energy_mj")
+STATE = (*STATE_MEDIANS, "capped_repeats", "tflops_per_watt")
 
 
 def canonical_names(timings: pd.DataFrame) -> pd.DataFrame:
@@ -179,7 +189,22 @@ def per_run(timings: pd.DataFrame) -> pd.DataFrame:
     # an entry timed by several sets' jobs belongs to all of them (each job writes only its own set's name)
     sets = ok.groupby("key").set.agg(lambda x: ",".join(sorted({n for v in x.dropna() for n in v.split(",")})))
     desc = desc.drop(columns="set").merge(sets.rename("set"), left_on="key", right_index=True)
-    return with_roles(stats.merge(desc, on="key"))
+    pr = with_roles(stats.merge(desc, on="key"))
+    return pr.merge(gpu_state_per_run(ok), on=["run", "key"], how="left").assign(
+        tflops_per_watt=lambda p: attention_flops(p.B, p.H, p.N, p.D, p.causal) / (p.time_us * 1e-6) / 1e12
+        / p.power_w)[[*pr.columns, *STATE]]
+
+
+def gpu_state_per_run(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per run and key: the medians of STATE_MEDIANS over the repeats that have them, and capped_repeats, the
+    number of repeats with power_capped true (NaN where no repeat recorded the state)."""
+    state = pd.DataFrame({"run": ok.run, "key": ok.key})
+    for c in STATE_MEDIANS:
+        state[c] = pd.to_numeric(ok[c], errors="coerce") if c in ok else float("nan")
+    capped = ok["power_capped"] if "power_capped" in ok else pd.Series(float("nan"), index=ok.index)
+    state["capped"] = capped.map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0})
+    g = state.groupby(["run", "key"])
+    return g[list(STATE_MEDIANS)].median().join(g.capped.sum(min_count=1).rename("capped_repeats")).reset_index()
 
 
 class CrossCheckError(ValueError):

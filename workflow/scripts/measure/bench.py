@@ -12,13 +12,33 @@ timed. Then three figures, never mixed:
   loops), after the first call: checks, planning, allocation and the launch.
 The last two are measured in a process of their own (UserView), which never runs the profiler.
 
+Beside each kernel time, the GPU's state over its timed samples (pipeline.gpu_state, read through NVML while the
+kernels run; a machine without NVML stops the step before any row is written): the GPU's UUID (gpu_uuid); the SM
+clock's median, min and max over readings taken every state_interval_ms by a background thread (sm_mhz,
+sm_min_mhz, sm_max_mhz); the mean power of those readings (power_w, W; the flushes' included) and the enforced
+power limit (power_limit_w); the higher of the temperatures before and after (temp_c); the OR of the clock event
+reasons seen (throttle, hex), and whether any reading had a power-cap reason (power_capped: 0x4 software power cap,
+0x8 hardware slowdown, 0x80 power brake) with the fraction that did (capped_frac); the energy of one call (energy_mj,
+mJ: NVML's energy counter over the timed samples, less one flush's energy per sample, over the number of samples)
+and of one flush (flush_energy_mj: flushes alone, run right after: as many as fill rep_ms at flush_us each, or as
+many as the samples if more); the window's wall time (window_ms) and the number of readings (state_readings).
+
+The settle step (pipeline.settle), before the first entry of each block of one long N (N >= settle_min_N) in a
+repeat, and before the first entry timed after a resume: the entry runs back to back in windows of
+settle_window_ms until a window's median SM clock is no lower than the one before it less settle_tol_pct percent,
+or for at most settle_max_s seconds (0: no settle step). The row records what was done: settle_s (seconds),
+settle_mhz (the last window's median clock), settle_windows and settle_stable (False: the time limit ended it);
+the columns are empty on rows that were not settled. It runs after the entry's check and before its user view and
+kernel time, so that both find the GPU warm.
+
 The whole list runs once per repeat, in one fixed order (A B C, A B C, ...), so drift shows as spread within an
 entry, not as a difference between entries. Every row is appended to timings.partial.csv at once, renamed
 timings.csv when all are done: run the same command again after an interruption and it resumes (the partial file is
 no declared output, so Snakemake leaves it in place).
 
-Beside the timings: env.json (the GPU, its UUID, versions, the project's commit, and nvidia-smi's state at the
-start and the end) and snapshots.jsonl (clocks and throttle reasons at the start of every repeat).
+Beside the timings: env.json (the GPU, its UUID, versions, the project's commit, nvidia-smi's state at the start
+and the end, and NVML's view of the GPU under `nvml`: its name, UUID, power limit and where its power readings
+come from) and snapshots.jsonl (clocks and throttle reasons at the start of every repeat, the GPU idle).
 
 Before the first timed sample, worker processes compile every Triton entry of the set in parallel into Triton's
 cache, and the timing process loads each from there (`--compile-only` does just that, for the pipeline's compile
@@ -37,14 +57,14 @@ from pathlib import Path
 
 from kernels.stages import BASELINE
 
-from pipeline import gpu_env, partial_csv
+from pipeline import gpu_env, gpu_state, partial_csv, settle
 from pipeline import plan
-from pipeline.call import check, host_time_us, inputs, make_call, time_call
+from pipeline.call import check, host_time_us, inputs, make_call, settle_call, time_call
 
 ROW_KEYS = list(plan.Entry("", "triton", BASELINE, plan.HEADLINE, plan.Tile()).row())
 COLUMNS = ["key", "repeat", *ROW_KEYS, "seed", "status", "rel_error", "time_us", "min_us", "q25_us", "q75_us",
            "max_us", "mean_us", "n_samples", "kernels_us", "kernels", "n_kernels", "call_us", "call_q25_us", "call_q75_us",
-           "host_us", "host_calls", "timer", "note"]
+           "host_us", "host_calls", "timer", "note", *gpu_state.STATE_COLUMNS, *settle.COLUMNS]
 
 
 def _user_view(entry, seed: int, bench: dict) -> dict:
@@ -150,7 +170,8 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
     viewer = UserView(m["bench"])
     snapshots = out / "snapshots.jsonl"
     fresh = not rows
-    t0, last_repeat = time.time(), None
+    t0, last_repeat, warm = time.time(), None, None   # warm: (repeat, N) of the entry timed last
+    b = m["bench"]
     with open(path, "w" if fresh else "a", newline="") as f, open(snapshots, "a") as snap:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         if fresh:
@@ -168,15 +189,21 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
             row = {"key": e.key, "repeat": r, **e.row(), "seed": seed, "status": status, "rel_error": err,
                    "note": note}
             if status == "ok":
+                if settle.needs_settle(e.shape.N, r, b["settle_min_N"], b["settle_max_s"], warm):
+                    row.update(settle_call(calls, b))
                 row.update(viewer(e, seed))
-                row.update(time_call(calls, m["bench"]))
+                row.update(time_call(calls, b))
+                warm = (r, e.shape.N)
             else:
                 bad.add(e.key)
             w.writerow(row)
             f.flush()
             eta = (time.time() - t0) / i * (len(todo) - i)
             log(f"[{i}/{len(todo)} {time.time() - t0:4.0f}s eta {eta:4.0f}s] r{r} {e.key}: "
-                + (f"kernel {row['time_us']:9.1f} us, call {row['call_us']:9.1f} us, host {row['host_us']:6.1f} us"
+                + (f"kernel {row['time_us']:9.1f} us, call {row['call_us']:9.1f} us, host {row['host_us']:6.1f} us, "
+                   f"SM {row['sm_mhz']:5.0f} MHz, {row['power_w']:4.0f} W"
+                   + (" POWER-CAPPED" if row["power_capped"] else "")
+                   + (f" (settled {row['settle_s']:.1f} s to {row['settle_mhz']:.0f} MHz)" if "settle_s" in row else "")
                    if status == "ok" else f"{status} {note[:150]}"))
         snap.write(gpu_env.json_line({"repeat": "end", **gpu_env.snapshot()}))
     viewer.close()
@@ -202,7 +229,8 @@ def main(argv=None) -> int:
         compile_only(list(entries.values()), a.workers,
                      a.out / "compiled.csv", log=lambda msg: print(msg, flush=True))
         return 0
-    env = gpu_env.start(a.out / "env.json", argv=sys.argv, plan=cfg, sets=a.sets)
+    nvml = gpu_state.this_gpu().describe()     # no NVML here: stop before any timing
+    env = gpu_env.start(a.out / "env.json", argv=sys.argv, plan=cfg, sets=a.sets, nvml=nvml)
     run(cfg, plan.expand(cfg, a.sets), a.out, a.workers,
         log=lambda msg: print(msg, flush=True))
     gpu_env.finish(a.out / "env.json", env)

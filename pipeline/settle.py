@@ -1,0 +1,51 @@
+"""The settle step: before a long-sequence entry is timed, run it until the GPU's SM clock stops falling.
+
+Why: at long sequences the H200 reaches its power limit, and as it warms its clock falls further (more leakage at
+the same power), so that the first entries timed after a pause run faster than the later ones. Settling first
+brings every entry of a long-N block to the same warm state.
+
+The rule (`settle`): run the entry back to back in windows of window_ms, each giving the median SM clock over the
+window (pipeline.gpu_state's sampler); stop when a window's median is no lower than the one before it less
+tol_pct percent (the clock has stopped falling), or when max_s seconds have passed (then `settle_stable` is
+False). At least two windows run, so that there is a comparison.
+
+Which entries (`needs_settle`): an entry at N >= min_N whose predecessor in this process was not timed at the same
+N in the same repeat: the first entry of each block of one long N in a repeat, and the first after a resume.
+max_s = 0 turns the step off.
+
+The arithmetic is separate from the GPU (`run_window` is given), so that the tests check it with a fake clock.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+# The columns a timed row gets from `settle` (empty where the row was not settled).
+COLUMNS = ["settle_s", "settle_mhz", "settle_windows", "settle_stable"]
+
+
+def stable(medians: list, tol_pct: float) -> bool:
+    """Whether the clock has stopped falling: the last window's median at least the one before it less tol_pct %."""
+    return len(medians) >= 2 and medians[-1] >= medians[-2] * (1 - tol_pct / 100)
+
+
+def needs_settle(n: int, repeat: int, min_n: int, max_s: float, last: tuple | None) -> bool:
+    """Whether an entry at sequence length n in `repeat` is settled first, `last` being the (repeat, N) of the entry
+    timed before it in this process (None for the first)."""
+    return max_s > 0 and n >= min_n and last != (repeat, n)
+
+
+def settle(run_window: Callable[[float], float], window_ms: float, tol_pct: float, max_s: float,
+           clock: Callable[[], float] = time.monotonic) -> dict:
+    """Run windows (run_window(window_ms) runs the entry that long and returns the window's median SM clock, MHz)
+    until `stable` or max_s seconds; returns the COLUMNS: seconds spent, the last window's median clock, the number
+    of windows, and whether the clock stopped falling (False: the time limit ended it)."""
+    if window_ms <= 0 or max_s <= 0:
+        raise ValueError(f"window_ms and max_s must be > 0, got {window_ms}, {max_s}")
+    t0, medians = clock(), []
+    while True:
+        medians.append(float(run_window(window_ms)))
+        done = stable(medians, tol_pct)
+        if done or clock() - t0 >= max_s:
+            return dict(settle_s=clock() - t0, settle_mhz=medians[-1], settle_windows=len(medians),
+                        settle_stable=done)
