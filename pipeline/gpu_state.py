@@ -30,7 +30,6 @@ import os
 import statistics
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 # NVML's clock event reasons (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*): bits of the mask.
