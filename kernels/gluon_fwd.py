@@ -6,7 +6,9 @@ The same algorithm and the same schedule as stage v13 of ``kernels.flash_fwd`` (
 host_descriptors, tuned_tiles), written in Triton's Gluon dialect (``triton.experimental.gluon``) instead of Triton:
 the language change alone. Triton decides the layouts, the shared buffers, the software pipeline and the waits for
 the kernel; Gluon leaves every one of them to the program, which says what the hardware does and in which order.
-There is no warp specialization: one warpgroup (4 warps, 128 threads) does everything, as in v13.
+There is no warp specialization: one warpgroup (4 warps, 128 threads) does everything, as in v13 (stage v19).
+The constexpr PRODUCER_WARP (stage v20, off by default) adds FlashAttention-3's first feature, a TMA producer warp
+with register reallocation: see "A TMA producer warp" below.
 
 The algorithm
 -------------
@@ -83,18 +85,51 @@ What the hardware does
 - O leaves through shared memory (Q's buffer, free after the last q k^T product) and a TMA store; rows past N are
   dropped by the copy engine.
 
+A TMA producer warp (PRODUCER_WARP, stage v20)
+-----------------------------------------------
+
+FlashAttention-3's first step: the loads leave the warpgroup that computes. With the constexpr PRODUCER_WARP the
+kernel forks (``gl.warp_specialize``) into two partitions after issuing Q's load:
+
+- the default partition, the consumer: the same warpgroup (4 warps) doing the same steps, products and softmax,
+  and O's store, but no K or V loads. Each step hands the buffers it is done with back to the producer, by an
+  arrive on a second barrier per buffer, "empty" (one arrive from one thread, after the CTA barrier that Gluon puts
+  before it; the barrier's count is 1): K's buffer of block j once the scores of block j have been waited for, V's
+  once its P V product has (with PV_IN_FLIGHT in step j + 1, so step j hands back V's buffer of block j - 1);
+- a worker partition of one warp, the producer (``_kv_producer``): for each key block j of the program, in order,
+  it waits for K's buffer j % NUM_STAGES to be empty (parity ((j // NUM_STAGES) & 1) ^ 1, which a fresh barrier
+  passes at once: the first NUM_STAGES blocks need no release), tells K's "ready" barrier how many bytes to
+  expect and starts the TMA copy; then the same for V. The consumer waits on the ready barriers as before.
+
+So the loads run NUM_STAGES blocks ahead (every buffer of the ring in flight) instead of NUM_STAGES - 1, are issued
+as soon as a buffer is free rather than at the next step's start, and cost the consumer no CTA barrier or TMA
+issue; it pays instead one CTA barrier and one arrive per buffer released. Q's load stays with the warpgroup,
+issued before the fork (it is the first thing in flight), and O's store too: both are once per program.
+
+Registers are reallocated between the partitions (``setmaxnreg``). Hopper reallocates per warpgroup, so Triton pads
+the producer warp with three idle warps into a warpgroup of its own: 8 warps, 256 threads per program. The kernel is
+compiled with maxnreg = M registers per thread at launch; the producer's warpgroup gives all but 24 back
+(``setmaxnreg.dec 24``) and the consumer takes them (``setmaxnreg.inc 2 M - 24``). M = 128 where the consumer's
+tiles fit in 232 registers: two programs per SM, as without the producer; M = 140 (the consumer gets 256) for a
+128x64 tile at D = 128, which spills below 256, and then one program runs per SM (``producer_registers``). A launch
+passes the tile's maxnreg (``launch_options``); num_warps stays 4, the default partition's warps.
+
+Without PRODUCER_WARP none of this is compiled: the kernel is v19's, instruction for instruction.
+
 The code
 --------
 
 ``_gluon_attn_fwd`` sets the schedule, the layouts and the shared buffers, issues Q's load and the first K/V
-loads, runs the unmasked then the masked steps (``_attn_step``, which issues the look-ahead loads with
-``_issue_load``), and stores O. The step counter j runs on from the first loop into the second, so the ring and its
-barrier phases are shared by both. Gluon inlines every ``@gluon.jit`` helper.
+loads, and calls ``_consumer``, which runs the unmasked then the masked steps (``_attn_step``, which issues the
+look-ahead loads with ``_issue_load``) and stores O. The step counter j runs on from the first loop into the second,
+so the ring and its barrier phases are shared by both. Gluon inlines every ``@gluon.jit`` helper. With
+PRODUCER_WARP, ``_consumer`` is the default partition and ``_kv_producer`` the worker.
 
 The host side: ``descriptors`` makes the four TMA descriptors with the shared layouts the kernel expects, ``grid``
-the launch grid, ``kernel_args`` every parameter of a call; ``compile_for`` compiles the kernel for sm_90 without a
-GPU, specialized as the JIT would specialize it, for the build step to read its machine code; ``forward`` launches
-it (for a first check on the GPU; the project's launcher checks the inputs).
+the launch grid, ``kernel_args`` every parameter of a call, ``launch_options`` its options (num_warps, and with
+PRODUCER_WARP maxnreg); ``compile_for`` compiles the kernel for sm_90 without a GPU, specialized as the JIT would
+specialize it, for the build step to read its machine code; ``forward`` launches it (for a first check on the GPU;
+the project's launcher checks the inputs).
 """
 from __future__ import annotations
 
@@ -113,6 +148,18 @@ SUPPORTED_BLOCK_M = (64, 128)
 SUPPORTED_BLOCK_N = (64, 128)
 SUPPORTED_STAGES = (2, 3)
 SUPPORTED_HEAD_DIMS = (64, 128)
+# PRODUCER_WARP's registers per thread. The producer warp keeps 24, the least setmaxnreg takes (it holds a few
+# scalars); Triton pads it with three idle warps into a warpgroup of its own (8 warps, 256 threads in all) and gives
+# the consumer warpgroup what that warpgroup frees: 2 * maxnreg - 24. The kernel's maxnreg at launch is therefore
+#  - 128 where the consumer's three tiles take at most 192 registers (the tiles with PV_IN_FLIGHT): the consumer gets
+#    232, and two programs share an SM (2 x 256 x 128 = 65536 registers), as without the producer;
+#  - 140 for a 128x64 tile at D = 128, whose consumer needs more than 232 (v19 takes 255; at 232 ptxas spills, 13
+#    stores and 56 bytes of stack, at 248 still 8 bytes): the consumer gets 256 (2 x 140 - 24), and one program
+#    runs per SM (256 threads x 144, the allocation unit's multiple, > 32768), where v19 runs two.
+PRODUCER_WARP_NUM_REGS = 24
+PRODUCER_WARP_MAXNREG = 128
+PRODUCER_WARP_MAXNREG_WIDE = 140
+_PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
 
 
 @gluon.jit
@@ -127,10 +174,11 @@ def _issue_load(desc, smem, bars, j, n_total, kv_b, kv_h, BLOCK_N: gl.constexpr,
 
 
 @gluon.jit
-def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j, n_total, kv_b, kv_h,
-               offs_m, N, qk_scale,
+def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, j, n_total,
+               kv_b, kv_h, offs_m, N, qk_scale,
                MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr,
+               PRODUCER_WARP: gl.constexpr,
                s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
     """Step j of the KV loop: the online softmax on key block j and its product with V, added into acc, with the
     look-ahead loads of block j + NUM_STAGES - 1.
@@ -139,16 +187,22 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
     step's, or the zeros before the first), waited for together with this step's scores: one wait per step. Else
     the P V product is waited for at the end of the step, and acc is a plain tensor. MASKED: keys past N and, if
     causal, keys after the query row get probability 0.
+
+    PRODUCER_WARP: the step issues no loads (the producer warp does, ``_kv_producer``); it hands each buffer back
+    instead, by an arrive on the buffer's "empty" barrier (k_empty, v_empty) as soon as the product that read it has
+    been waited for: K's of block j after the scores' wait, V's of block j after its P V product's wait (with
+    PV_IN_FLIGHT, in step j + 1, so step j hands back V's buffer of block j - 1, if j > 0).
     """
     slot = j % NUM_STAGES
     phase = (j // NUM_STAGES) & 1
     ahead = j + NUM_STAGES - 1      # the block whose tiles go into the buffers that block j - 1 used
 
-    # K's buffer of block j - 1 is free (its q k^T product was waited for in step j - 1): refill it first, and
-    # V's too unless block j - 1's P V product may still be reading it.
-    _issue_load(k_desc, k_smem, k_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
-    if not PV_IN_FLIGHT:
-        _issue_load(v_desc, v_smem, v_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
+    if not PRODUCER_WARP:
+        # K's buffer of block j - 1 is free (its q k^T product was waited for in step j - 1): refill it first, and
+        # V's too unless block j - 1's P V product may still be reading it.
+        _issue_load(k_desc, k_smem, k_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
+        if not PV_IN_FLIGHT:
+            _issue_load(v_desc, v_smem, v_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
 
     # s = q @ k^T: Q and K^T (a transposed view of the K tile) from shared memory.
     mbarrier.wait(k_bars.index(slot), phase)
@@ -159,9 +213,15 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
         # One wait for the scores and the previous step's P V product (wgmma groups complete in order); then V's
         # buffer of block j - 1 is free.
         s, acc = warpgroup_mma_wait(num_outstanding=0, deps=(s, acc))
-        _issue_load(v_desc, v_smem, v_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
+        if PRODUCER_WARP:
+            mbarrier.arrive(k_empty.index(slot))
+            mbarrier.arrive(v_empty.index((j + NUM_STAGES - 1) % NUM_STAGES), pred=j > 0)
+        else:
+            _issue_load(v_desc, v_smem, v_bars, ahead, n_total, kv_b, kv_h, BLOCK_N, NUM_STAGES)
     else:
         s = warpgroup_mma_wait(num_outstanding=0, deps=(s, ))
+        if PRODUCER_WARP:
+            mbarrier.arrive(k_empty.index(slot))
 
     if MASKED:
         # Key start_n + c is kept for a row when c <= the row's last key relative to this block: with a causal
@@ -189,19 +249,87 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
     acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
     if not PV_IN_FLIGHT:
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        if PRODUCER_WARP:
+            mbarrier.arrive(v_empty.index(slot))
     return acc, l_i, m_new
+
+
+@gluon.jit
+def _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, kv_b, kv_h,
+                 BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """The producer warp (PRODUCER_WARP): the TMA loads of K and V of key blocks 0 .. n_total - 1, in order, K's
+    then V's of each block, into ring buffer j % NUM_STAGES once the consumer has handed it back. Block j waits on
+    the buffer's "empty" barrier for parity ((j // NUM_STAGES) & 1) ^ 1: the first NUM_STAGES blocks pass at once
+    (a fresh barrier counts as having completed the phase before its first, of parity 1), block j >= NUM_STAGES
+    waits for the consumer's release of block j - NUM_STAGES. The tile's bytes arrive on its "ready" barrier (k_bars,
+    v_bars, with the expected byte count), which the consumer waits on as it does without a producer."""
+    for j in range(n_total):
+        slot = j % NUM_STAGES
+        phase = (j // NUM_STAGES) & 1
+        mbarrier.wait(k_empty.index(slot), phase ^ 1)
+        mbarrier.expect(k_bars.index(slot), k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [kv_b, kv_h, j * BLOCK_N, 0], k_bars.index(slot), k_smem.index(slot))
+        mbarrier.wait(v_empty.index(slot), phase ^ 1)
+        mbarrier.expect(v_bars.index(slot), v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [kv_b, kv_h, j * BLOCK_N, 0], v_bars.index(slot), v_smem.index(slot))
+
+
+@gluon.jit
+def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_free,
+              n_total, off_b, off_h, kv_h, start_m, N, qk_scale,
+              IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+              NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, PRODUCER_WARP: gl.constexpr,
+              s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr):
+    """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
+    masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
+    default partition of the warp-specialized region."""
+    dtype: gl.constexpr = k_desc.dtype
+    offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_layout)
+    l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    if PV_IN_FLIGHT:
+        acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
+    q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM])
+    mbarrier.wait(q_bar, 0)
+
+    for j in range(n_free):
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                                   v_empty, j, n_total, off_b, kv_h, offs_m, N, qk_scale, False, IS_CAUSAL, BLOCK_M,
+                                   BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout,
+                                   p_layout)
+    for j in range(n_free, n_total):
+        acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                                   v_empty, j, n_total, off_b, kv_h, offs_m, N, qk_scale, True, IS_CAUSAL, BLOCK_M,
+                                   BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout,
+                                   p_layout)
+
+    if PV_IN_FLIGHT:
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))     # the last P V product
+    # (The barriers are not invalidated: PTX asks for that only before their memory is used for something else,
+    # and here it never is; each invalidation would cost a CTA barrier. With PRODUCER_WARP, V's buffer of the last
+    # block is not handed back either: no load waits for it.)
+
+    # O = acc / l_i, through Q's buffer (free: the last q k^T product has completed) and a TMA store.
+    out = acc / gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))[:, None]
+    q_tile.store(out.to(dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_smem)
+    tma.store_wait(pendings=0)
 
 
 @gluon.jit
 def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr):
+                    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
     v_desc: of the (B, H // GROUP, N, HEAD_DIM) tensors, block [1, 1, BLOCK_N, HEAD_DIM]; all with the NVMMA shared
     layout of `shared_layout` (``descriptors`` makes them). qk_scale: the softmax scale times log2(e), positive.
     Launched on exactly ``grid(B, H, N, BLOCK_M)`` with 4 warps: the query block is read from the grid's size.
+    PRODUCER_WARP: a warp-specialized kernel with a TMA producer warp (see the module's docstring); launched with
+    ``launch_options(BLOCK_M, BLOCK_N, HEAD_DIM, True)``: num_warps=4 and the tile's maxnreg.
     """
     dtype: gl.constexpr = q_desc.dtype
 
@@ -228,17 +356,27 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # (224) waits for its P V product within the step, as it would spill otherwise.
     PV_IN_FLIGHT: gl.constexpr = BLOCK_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
 
-    # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers.
+    # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
+    # arrived; with a producer warp also "empty": the consumer is done with the buffer).
     q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_bars = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_bars = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    if PRODUCER_WARP:
+        k_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+        v_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    else:
+        k_empty = k_bars        # not used without a producer warp
+        v_empty = v_bars
     mbarrier.init(q_bar, count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_bars.index(i), count=1)
         mbarrier.init(v_bars.index(i), count=1)
+        if PRODUCER_WARP:
+            mbarrier.init(k_empty.index(i), count=1)    # one arrive per release: Gluon issues it from one thread
+            mbarrier.init(v_empty.index(i), count=1)
     fence_async_shared()
 
     # The loop bounds: key blocks [0, n_free) need no mask, [n_free, n_total) do.
@@ -250,42 +388,26 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
         n_free = N // BLOCK_N
     n_total = gl.cdiv(hi, BLOCK_N)
 
-    # Q once, then the first NUM_STAGES - 1 key blocks.
+    # Q once (by the warpgroup, before any fork: it is in flight while the producer warp starts), then the K and V
+    # loads: the first NUM_STAGES - 1 blocks here and the rest from the steps, or all of them by the producer warp.
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
-    for i in gl.static_range(NUM_STAGES - 1):
-        _issue_load(k_desc, k_smem, k_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
-        _issue_load(v_desc, v_smem, v_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
-
-    offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
-    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_layout)
-    l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
-    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
-    if PV_IN_FLIGHT:
-        acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
-    q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM])
-    mbarrier.wait(q_bar, 0)
-
-    for j in range(n_free):
-        acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j,
-                                   n_total, off_b, kv_h, offs_m, N, qk_scale, False, IS_CAUSAL, BLOCK_M, BLOCK_N,
-                                   HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout)
-    for j in range(n_free, n_total):
-        acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, j,
-                                   n_total, off_b, kv_h, offs_m, N, qk_scale, True, IS_CAUSAL, BLOCK_M, BLOCK_N,
-                                   HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout)
-
-    if PV_IN_FLIGHT:
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))     # the last P V product
-    # (The barriers are not invalidated: PTX asks for that only before their memory is used for something else,
-    # and here it never is; each invalidation would cost a CTA barrier.)
-
-    # O = acc / l_i, through Q's buffer (free: the last q k^T product has completed) and a TMA store.
-    out = acc / gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))[:, None]
-    q_tile.store(out.to(dtype))
-    fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_smem)
-    tma.store_wait(pendings=0)
+    if PRODUCER_WARP:
+        gl.warp_specialize([
+            (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
+                         n_free, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, BLOCK_M, BLOCK_N,
+                         HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout, p_layout,
+                         row_layout)),
+            (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b, kv_h,
+                            BLOCK_N, NUM_STAGES)),
+        ], [1], [_PRODUCER_REGS])
+    else:
+        for i in gl.static_range(NUM_STAGES - 1):
+            _issue_load(k_desc, k_smem, k_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
+            _issue_load(v_desc, v_smem, v_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
+        _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_free,
+                  n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM,
+                  NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout, p_layout, row_layout)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -324,8 +446,9 @@ def grid(B: int, H: int, N: int, block_m: int) -> tuple:
 
 
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
-                sm_scale: float | None = None) -> dict:
-    """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes)."""
+                sm_scale: float | None = None, producer_warp: bool = False) -> dict:
+    """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
+    options of ``launch_options(block_m, block_n, D, producer_warp)``)."""
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -333,7 +456,34 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n)
     return dict(q_desc=q_desc, k_desc=k_desc, v_desc=v_desc, o_desc=o_desc, qk_scale=float(sm_scale) * LOG2E,
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
-                IS_CAUSAL=bool(causal))
+                IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp))
+
+
+def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
+    """Registers per thread of one warpgroup that the three tiles take (acc and S in float32, P in 16 bits): the
+    kernel's PV_IN_FLIGHT is this <= 192."""
+    return block_m * (head_dim + block_n + block_n // 2) // 128
+
+
+def producer_registers(block_m: int, block_n: int, head_dim: int) -> dict:
+    """With PRODUCER_WARP: the kernel's maxnreg at launch and the registers per thread that setmaxnreg gives the
+    producer's and the consumer's warpgroups (Triton's rule: the consumer gets 2 * maxnreg - producer)."""
+    maxnreg = (PRODUCER_WARP_MAXNREG if tile_registers(block_m, block_n, head_dim) <= 192
+               else PRODUCER_WARP_MAXNREG_WIDE)
+    return {"maxnreg": maxnreg, "producer": PRODUCER_WARP_NUM_REGS,
+            "consumer": (2 * maxnreg - PRODUCER_WARP_NUM_REGS) // 8 * 8}
+
+
+def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: bool = False) -> dict:
+    """The launch (and compile) options of `_gluon_attn_fwd` for this tile: num_warps=4 (the warpgroup; with
+    PRODUCER_WARP the default partition, to which the compiler adds the producer warp's warpgroup: 8 warps, 256
+    threads), and with PRODUCER_WARP maxnreg, the registers per thread at launch that the partitions' setmaxnreg
+    share out (``producer_registers``; without it Triton assumes 65536 / 256 = 256 and asks setmaxnreg for more
+    than a thread can have)."""
+    opts = {"num_warps": NUM_WARPS}
+    if producer_warp:
+        opts["maxnreg"] = producer_registers(block_m, block_n, head_dim)["maxnreg"]
+    return opts
 
 
 def specialize(kwargs: dict) -> tuple:
@@ -360,10 +510,11 @@ def specialize(kwargs: dict) -> tuple:
 
 
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
-                num_stages: int = 3, num_warps: int = NUM_WARPS):
+                num_stages: int = 3, num_warps: int = NUM_WARPS, producer_warp: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
-    of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name.
-    Returns Triton's CompiledKernel (.asm["ttgir"], ["ptx"], ["cubin"]; .metadata.shared)."""
+    of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
+    producer_warp: the PRODUCER_WARP kernel, with its launch options. Returns Triton's CompiledKernel
+    (.asm["ttgir"], ["ptx"], ["cubin"]; .metadata.shared)."""
     import torch
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -379,11 +530,13 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     q = torch.empty((B, H, N, D), dtype=dt, device="meta")
     k = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
-    kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages)
+    kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
+                         producer_warp=producer_warp)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
-                          options={"num_warps": num_warps})   # no num_stages: Gluon does no pipelining of its own
+                          # no num_stages: Gluon does no pipelining of its own
+                          options=launch_options(block_m, block_n, D, producer_warp))
 
 
 def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS) -> None:
@@ -406,7 +559,7 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
 
 
 def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int = 64, block_n: int = 64,
-            num_stages: int = 3, out=None):
+            num_stages: int = 3, out=None, producer_warp: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -416,6 +569,6 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     check_config(D, q.dtype, block_m, block_n, num_stages)
     if out is None:
         out = torch.empty_like(q)
-    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale)
-    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, num_warps=NUM_WARPS)
+    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp)
+    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **launch_options(block_m, block_n, D, producer_warp))
     return out
