@@ -13,7 +13,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from . import inputs
 from .flash_fwd import _attn_fwd
 from .stages import (FINAL, ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switches, default_tile, frozen_switches,
-                     get_stage, head_group_size, is_gluon, register_cap, variant_name)
+                     get_stage, head_group_size, is_gluon, register_cap, variant_name, GLUON_STAGES, TRITON_SWITCHES)
 
 LOG2E = math.log2(math.e)
 TENSOR_ARGS = ("Q", "K", "V", "Out")  # the kernel's first four parameters: tensors, or TMA descriptors of them
@@ -49,7 +49,10 @@ class Launch:
     @property
     def options(self) -> dict:
         if self.gluon:
-            return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages}
+            from .gluon_fwd import launch_options
+            return {"num_stages": self.tile.num_stages,
+                    **launch_options(self.tile.block_m, self.tile.block_n, self.kwargs["HEAD_DIM"],
+                                     bool(self.kwargs["PRODUCER_WARP"]))}
         cap = register_cap(self.switches, self.tile)
         return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages,
                 **({"maxnreg": cap} if cap else {})}
@@ -94,7 +97,8 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
     if is_gluon(switches):
         return _plan_gluon(label, switches, t, q, k, v, out, causal, float(sm_scale))
     on = {}     # kernel flag -> on; two switches may set one flag (q_in_registers and prescale_q: PRESCALE_Q)
-    for name, sw in ALL_SWITCHES.items():
+    for name in TRITON_SWITCHES:
+        sw = ALL_SWITCHES[name]
         if sw.kernel_arg:
             on[sw.kernel_arg] = on.get(sw.kernel_arg, False) or name in switches
     n_blocks = triton.cdiv(N, t.block_m)
@@ -126,6 +130,9 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
 def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
     """The launch of a Gluon variant (kernels/gluon_fwd.py): a CUDA GPU of compute capability 9 only, the Gluon
     kernel's own switches on top of v13's schedule only, and the head dims, dtypes and tiles it takes."""
+    if "gluon" not in switches:
+        raise ValueError(f"{label}: {sorted(switches & GLUON.keys())} are switches of the Gluon kernel, which "
+                         f"`gluon` turns on: add it (the Gluon stages are {list(GLUON_STAGES)})")
     if switches - set(GLUON) != GLUON_BASE:
         extra, missing = sorted(switches - set(GLUON) - GLUON_BASE), sorted(GLUON_BASE - switches)
         raise ValueError(f"{label}: the Gluon kernel has one schedule, v13's switches; a Gluon variant turns only the "
@@ -142,7 +149,8 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
     if grid[1] > inputs.MAX_GRID_AXIS1:
         raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
                          f"split the sequence, or use a larger block_m")
-    kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale)
+    kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale,
+                                   producer_warp="producer_warp" in switches)
     return Launch(label, switches, t, grid, kwargs)
 
 

@@ -163,6 +163,12 @@ GLUON: Mapping[str, Switch] = {
                "specialization: Q, K and V through TMA into shared memory, the K/V blocks in a ring of mbarriers, "
                "both products warpgroup MMAs, O out by a TMA store",
                "", replaces=("head_groups", "two_warpgroups")),
+        Switch("producer_warp", "v20",
+               "a TMA producer warp (FlashAttention-3's first feature): one warp of a worker warpgroup issues every "
+               "K/V load into the ring and waits for each buffer's release, the consumer warpgroup only waits, "
+               "multiplies and does the softmax; setmaxnreg gives the producer's warpgroup 24 registers per thread "
+               "and the consumer the rest",
+               "PRODUCER_WARP"),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}
@@ -366,10 +372,11 @@ def variant_name(switches: Iterable[str]) -> str:
 
 
 def leave_one_out(base: str = FINAL) -> dict:
-    """Variants of `base` with one of its switches turned off, by name; of a Gluon stage, one of the Gluon switches
-    (its schedule's Triton switches are fixed in that kernel; without `gluon` it is the Triton stage it came from)."""
+    """Variants of `base` with one of its switches turned off, by name; of a Gluon stage, one of the Gluon kernel's
+    own feature switches (its schedule's Triton switches are fixed in that kernel, and without `gluon` it would be
+    the Triton stage it came from, which is measured as a stage)."""
     on = get_stage(base).switches
-    own = GLUON if is_gluon(on) else (*SWITCHES, *BEYOND)
+    own = [s for s in GLUON if s != "gluon"] if is_gluon(on) else (*SWITCHES, *BEYOND)
     return {without(base, s): on - {s} for s in own if s in on}
 
 
