@@ -135,6 +135,9 @@ def test_paper_stage_table_matches_the_data(built):
     # each switch's listing is its whole block: the two-phase loop keeps its else branch
     code = (ROOT / "results" / "paper" / "code_two_phase.tex").read_text()
     assert "split = N // BLOCK_N * BLOCK_N" in code and code.count("_kv_steps(") == 3
+    # a Gluon switch's listing is cut from the Gluon kernel, with its `if not` blocks
+    code = (ROOT / "results" / "paper" / "code_producer_warp.tex").read_text()
+    assert "if not PRODUCER_WARP:" in code and "_kv_producer" in code
     # the abstract's verdict sentence lists the claims as the claims table does
     verdicts = pd.read_csv(AGG / "claims.csv").groupby("claim", sort=False).claim_verdict.first()
     flat = " ".join(text.split())

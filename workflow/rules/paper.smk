@@ -126,6 +126,7 @@ rule listings:
     input:
         CODE,
         kernel="kernels/flash_fwd.py",
+        gluon="kernels/gluon_fwd.py",
     output:
         [f"results/paper/code_{switch}.tex" for switch in ALL_SWITCHES],
     log:

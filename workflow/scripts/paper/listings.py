@@ -6,7 +6,7 @@ import re
 import sys
 from pathlib import Path
 
-from kernels.stages import ALL_SWITCHES
+from kernels.stages import ALL_SWITCHES, GLUON
 
 
 def blocks(source: str, constexpr: str) -> list:
@@ -17,30 +17,34 @@ def blocks(source: str, constexpr: str) -> list:
         if re.search(rf"\w+={constexpr}\b", line):      # a keyword argument: the line says it all
             found.append(line.strip())
             continue
-        if re.match(rf"\s*if (\w+ and )?{constexpr}\b", line):
+        if re.match(rf"\s*if (not )?(\w+ and )?{constexpr}\b", line):
             indent = len(line) - len(line.lstrip())
             block = [line]
             for nxt in lines[i + 1:]:
-                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent and not nxt.lstrip().startswith(
-                        ("else", "elif")):
+                depth = len(nxt) - len(nxt.lstrip())
+                if nxt.strip() and (depth < indent or depth == indent and not nxt.lstrip().startswith(
+                        ("else", "elif"))):     # an else of an enclosing block ends this one too
                     break
                 block.append(nxt)
             found.append("\n".join(b[indent:] if b.strip() else b for b in block).rstrip())
     return found
 
 
-def listing(source: str, constexpr: str) -> str:
+def listing(source: str, constexpr: str, note: str = "# (host side only)") -> str:
     code = blocks(source, constexpr) if constexpr else []
-    return "\\begin{lstlisting}\n" + "\n\n".join(code or ["# (host side only)"]) + "\n\\end{lstlisting}\n"
+    return "\\begin{lstlisting}\n" + "\n\n".join(code or [note]) + "\n\\end{lstlisting}\n"
 
 
-def main(kernel: Path, outputs) -> None:
-    source = Path(kernel).read_text()
+def main(kernel: Path, gluon: Path, outputs) -> None:
+    """A Triton switch's code from the Triton kernel, a Gluon switch's from the Gluon kernel (`gluon` itself is
+    that whole kernel)."""
+    sources = {False: Path(kernel).read_text(), True: Path(gluon).read_text()}
     for out in outputs:
         switch = Path(out).stem.removeprefix("code_")
-        Path(out).write_text(listing(source, ALL_SWITCHES[switch].kernel_arg))
+        note = f"# (the whole kernel: {Path(gluon).as_posix()})" if switch == "gluon" else "# (host side only)"
+        Path(out).write_text(listing(sources[switch in GLUON], ALL_SWITCHES[switch].kernel_arg, note))
 
 
 if __name__ == "__main__":                  # run by Snakemake's script: directive
     sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
-    main(snakemake.input.kernel, snakemake.output)  # noqa: F821
+    main(snakemake.input.kernel, snakemake.input.gluon, snakemake.output)  # noqa: F821
