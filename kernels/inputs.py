@@ -22,11 +22,39 @@ def interpreting() -> bool:
     return bool(triton.knobs.runtime.interpret)
 
 
+def check_dense(name: str, t: torch.Tensor) -> None:
+    """The kernel reads and writes a tensor's memory as plain strided elements: a sparse or nested tensor has no such
+    memory, and a tensor with a lazy bit (negation, conjugation, or a ZeroTensor) means something other than what
+    its memory holds. Each is refused with the conversion to make (a refusal, not a silent copy: the copy would be a
+    hidden pass over the tensor at every call, which the caller can make once and keep)."""
+    if t.is_nested:
+        raise ValueError(f"{name} is a nested tensor, which is not supported: the kernel takes dense (B, H, N, D) "
+                         f"tensors; pad it with torch.nested.to_padded_tensor({name}, 0.0) (and mask the padding)")
+    if t.layout != torch.strided:
+        kind = "sparse tensors are" if t.is_sparse or "sparse" in str(t.layout) else f"layout {t.layout} is"
+        raise ValueError(f"{name} has layout {t.layout}: {kind} not supported, the kernel reads dense memory; "
+                         f"pass {name}.to_dense()")
+    if t.is_neg():
+        raise ValueError(f"{name} has the negation bit set (a lazy view such as torch._neg_view(x) or the .imag of a "
+                         f"conjugated complex tensor): its memory holds the values before negation, which is what "
+                         f"the kernel would read; pass {name}.resolve_neg() (a copy with the sign applied)")
+    if t.is_conj():
+        raise ValueError(f"{name} has the conjugation bit set (x.conj() of a complex tensor): its memory holds the "
+                         f"values before conjugation; pass {name}.resolve_conj()"
+                         + (" (and a real tensor: the kernel takes torch.float16 or torch.bfloat16, not "
+                            f"{t.dtype})" if t.is_complex() else ""))
+    if t._is_zerotensor():
+        raise ValueError(f"{name} is a ZeroTensor (torch._efficientzerotensor, which autograd makes for zero "
+                         f"gradients): it has no memory for the kernel to read; pass torch.zeros_like({name}) "
+                         f"or a tensor with data")
+
+
 def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
     """Check q, k, v and return (B, H, H_kv, N, D)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        check_dense(name, t)
         if t.dim() != 4:
             raise ValueError(f"{name} must have 4 dimensions (B, H, N, D), got shape {tuple(t.shape)}; "
                              f"add the missing axes (for one sequence, {name}.unsqueeze(0))")
@@ -154,6 +182,13 @@ def check_tma(stage_label: str, **tensors: torch.Tensor) -> None:
 def check_out(out: torch.Tensor, q: torch.Tensor) -> None:
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if out.is_neg() or out.is_conj():
+        bit = "negation" if out.is_neg() else "conjugation"
+        raise ValueError(f"out has the {bit} bit set (a lazy view such as torch._neg_view(x)): the kernel writes its "
+                         f"memory directly, so out would then read as the {'negated' if out.is_neg() else 'conjugated'} "
+                         f"result; pass a tensor without the bit (e.g. torch.empty_like(q)) and negate the result if "
+                         f"you need to")
+    check_dense("out", out)
     if tuple(out.shape) != tuple(q.shape) or out.dtype != q.dtype or out.device != q.device:
         raise ValueError(f"out must match q: shape {tuple(q.shape)}, {q.dtype}, on {q.device}; "
                          f"got {tuple(out.shape)}, {out.dtype}, on {out.device}")

@@ -221,11 +221,12 @@ def launch_kernel(launch: Launch):
 # per call (over 100 with host TMA descriptors, which Triton's Python launcher expands on every call); Triton's
 # generated C launcher called with the arguments in order costs about 5. So `attention` checks a call once per
 # *signature* -- everything the checks and the JIT's specialization read: each tensor's type, dtype, device, shape,
-# strides and 16-byte alignment; causal, stage, switches, sm_scale and the tile, each with its type; the current CUDA
-# device, and whether Triton interprets -- and keeps the checked plan and the compiled kernel. A later call with the
-# same signature goes straight to the C launcher, for every stage, the Gluon ones included: host descriptors are
-# expanded as Triton's launcher would (DescriptorArgs below). Any other call takes the full path, so every bad input
-# still gets its error. The cache holds no tensor (a filled descriptor holds an address, not a reference).
+# strides, 16-byte alignment and lazy bits (negation, conjugation, ZeroTensor: all refused); causal, stage,
+# switches, sm_scale and the tile, each with its type; the current CUDA device, and whether Triton interprets -- and
+# keeps the checked plan and the compiled kernel. A later call with the same signature goes straight to the C
+# launcher, for every stage, the Gluon ones included: host descriptors are expanded as Triton's launcher would
+# (DescriptorArgs below). Any other call takes the full path, so every bad input still gets its error. The cache
+# holds no tensor (a filled descriptor holds an address, not a reference).
 # ---------------------------------------------------------------------------------------------------------------
 assert tuple(_attn_fwd.arg_names[:len(TENSOR_ARGS)]) == TENSOR_ARGS
 CACHE_SIZE = 4096  # signatures kept; the cache is emptied when full
@@ -269,11 +270,16 @@ _get_device = getattr(torch._C, "_cuda_getDevice", None)
 def signature(q, k, v, out, causal, stage, sm_scale, switches, tile) -> tuple:
     """The cache key of a call: equal keys mean that the checks and the compiled kernel are the same. Raises for a
     non-tensor or an unhashable option (the call then takes the full path, which names the problem)."""
-    return (type(q), q.dtype, q.device, q.shape, q.stride(), not q.data_ptr() & 15,
-            type(k), k.dtype, k.device, k.shape, k.stride(), not k.data_ptr() & 15,
-            type(v), v.dtype, v.device, v.shape, v.stride(), not v.data_ptr() & 15,
+    # Per tensor, after its layout: the address modulo 16 (alignment), or for an aligned one whether it is a
+    # ZeroTensor (no memory, address 0); and its negation and conjugation bits (memory that means other values).
+    return (type(q), q.dtype, q.device, q.shape, q.stride(), q.data_ptr() & 15 or q._is_zerotensor(),
+            q.is_neg(), q.is_conj(),
+            type(k), k.dtype, k.device, k.shape, k.stride(), k.data_ptr() & 15 or k._is_zerotensor(),
+            k.is_neg(), k.is_conj(),
+            type(v), v.dtype, v.device, v.shape, v.stride(), v.data_ptr() & 15 or v._is_zerotensor(),
+            v.is_neg(), v.is_conj(),
             None if out is None else (type(out), out.dtype, out.device, out.shape, out.stride(),
-                                      not out.data_ptr() & 15),
+                                      out.data_ptr() & 15 or out._is_zerotensor(), out.is_neg(), out.is_conj()),
             _get_device() if q.is_cuda else inputs.interpreting(),
             (q.requires_grad or k.requires_grad or v.requires_grad) and torch.is_grad_enabled(),
             type(causal), causal, type(stage), stage, type(sm_scale), sm_scale, switches,
@@ -418,7 +424,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     except Exception:  # a non-tensor, an unhashable option: the full path names the problem
         key = plan = None
     if out is None:
-        out = torch.empty_like(q, memory_format=torch.contiguous_format) if isinstance(q, torch.Tensor) else None
+        if plan is None:
+            inputs.check_qkv(q, k, v)       # a bad q gets its own error here, not one of empty_like's
+        out = torch.empty_like(q, memory_format=torch.contiguous_format)
     elif plan is not None:
         inputs.check_no_alias(q, k, v, out)            # pointers change from call to call: checked every time
     if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):

@@ -282,3 +282,37 @@ def test_a_gluon_variant_takes_only_the_gluon_switches():
     for switches in (GLUON_BASE | set(GLUON) | {"lazy_rescale"}, (GLUON_BASE - {"heavy_first"}) | set(GLUON)):
         with pytest.raises(ValueError, match=r"the Gluon kernel has one schedule, v13's switches"):
             attention(q, k, v, switches=switches)
+
+
+# Inputs that gave another problem's error, or a wrong answer without one (issue 22, items 5 and 7).
+@pytest.mark.parametrize("name", ["q", "k", "v", "out"])
+@pytest.mark.parametrize("to_sparse", [torch.Tensor.to_sparse, lambda t: t.to_sparse_csr(dense_dim=2)])
+def test_sparse_tensors_are_refused_naming_to_dense(name, to_sparse):
+    q, k, v = qkv()
+    tensors = dict(q=q, k=k, v=v, out=torch.empty_like(q))
+    tensors[name] = to_sparse(tensors[name])
+    with pytest.raises(ValueError, match=rf"{name} has layout torch\.sparse_\w+: sparse tensors are not supported.*"
+                                         rf"pass {name}\.to_dense\(\)"):
+        attention(tensors["q"], tensors["k"], tensors["v"], out=tensors["out"])
+
+
+def test_nested_tensors_are_refused_naming_the_padding():
+    q, k, v = qkv()
+    nested = torch.nested.nested_tensor([torch.randn(4, 16, 64).half(), torch.randn(4, 8, 64).half()])
+    with pytest.raises(ValueError, match=r"q is a nested tensor.*torch\.nested\.to_padded_tensor"):
+        attention(nested, k, v)
+
+
+@pytest.mark.parametrize("make, message", [
+    (torch._neg_view, r"q has the negation bit set .* pass q\.resolve_neg\(\)"),
+    (lambda q: torch.randn(q.shape, dtype=torch.complex32).conj().imag, r"q has the negation bit set"),
+    (lambda q: torch.randn(q.shape, dtype=torch.complex64).conj(), r"q has the conjugation bit set .* "
+                                                                  r"pass q\.resolve_conj\(\) \(and a real tensor"),
+    (lambda q: torch._efficientzerotensor(q.shape, dtype=q.dtype), r"q is a ZeroTensor .* torch\.zeros_like\(q\)"),
+])
+def test_lazy_views_are_refused_naming_the_resolution(make, message):
+    """A tensor whose memory means other values (negated, conjugated) or that has none (a ZeroTensor) is refused;
+    before, the kernel read the raw memory: attention of -q gave attention of q."""
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match=message):
+        attention(make(q), k, v)

@@ -63,6 +63,10 @@ def test_second_call_skips_the_checks_and_is_still_right(counted):
     (dict(switches=5), TypeError, "switches must be a collection of switch names"),
     (dict(q=lambda q: q.transpose(2, 3)), ValueError, "head dims differ|needs q with contiguous rows"),
     (dict(out=lambda q: torch.empty(1, 2, 16, 16, dtype=torch.bfloat16)), ValueError, "out must match q"),
+    (dict(q=torch._neg_view), ValueError, r"q has the negation bit set .* pass q.resolve_neg\(\)"),
+    (dict(k=torch._neg_view), ValueError, r"k has the negation bit set .* pass k.resolve_neg\(\)"),
+    (dict(v=torch._neg_view), ValueError, r"v has the negation bit set .* pass v.resolve_neg\(\)"),
+    (dict(q=lambda q: torch._efficientzerotensor(q.shape, dtype=q.dtype)), ValueError, r"q is a ZeroTensor"),
 ])
 def test_bad_input_after_a_cached_good_one_still_raises(counted, change, error, message):
     """Warm the cache with good calls that differ from the bad one in a single thing, then the bad one raises."""
@@ -82,6 +86,17 @@ def test_bad_input_after_a_cached_good_one_still_raises(counted, change, error, 
             kwargs[name] = value
     with pytest.raises(error, match=message):
         attention(tensors["q"], tensors["k"], tensors["v"], out=tensors["out"], **kwargs)
+
+
+def test_a_negated_out_after_a_cached_good_one_is_refused(counted):
+    """The cached call with a plain `out`, then the same call with a negated view of it: refused (the kernel would
+    write raw memory, which then reads as -out), not launched from the cache."""
+    q, k, v = qkv()
+    out = torch.empty_like(q)
+    attention(q, k, v, out=out)
+    with pytest.raises(ValueError, match=r"out has the negation bit set"):
+        attention(q, k, v, out=torch._neg_view(out))
+    assert len(counted) == 2
 
 
 def test_switches_from_a_generator_are_read_once(counted):
@@ -123,6 +138,8 @@ def calls(draw):
     q, k, v = qkv(H=H, H_kv=H_kv, N=N, D=D, dtype=dtype)
     if draw(st.booleans()):
         q = q.transpose(1, 2).contiguous().transpose(1, 2)    # same shape, other strides
+    if draw(st.booleans()):
+        k = torch._neg_view(k)                                 # same shape and strides, the negation bit set
     kwargs = dict(causal=draw(_choice([True, False, 1])), stage=draw(_choice(["v0", "v7", "v9"])),
                   sm_scale=draw(_choice([None, 0.5, 1, True, -1.0])))
     if draw(st.booleans()):
@@ -139,7 +156,7 @@ def _outcome(q, k, v, kwargs):
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
         launch = attn.plan_launch(q, k, v, out, **rest, **tile)
         return ("plan", launch.label, launch.tile, launch.grid,
-                tuple(launch.kwargs[n] for n in attn._REST))
+                tuple(launch.kwargs[n] for n in launch.kernel.arg_names[len(attn.TENSOR_ARGS):]))
     except Exception as err:  # noqa: BLE001  (the outcome is the error itself)
         return ("error", type(err), str(err))
 
