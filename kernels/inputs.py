@@ -116,9 +116,16 @@ def check_gluon_device(label: str, q: torch.Tensor) -> None:
                          f"use a Triton stage, e.g. v13")
 
 
-def check_runnable(q: torch.Tensor) -> None:
-    """The kernel runs on the current CUDA device, or on the CPU under Triton's interpreter."""
+def check_runnable(q: torch.Tensor, kernel=None) -> None:
+    """The kernel runs on the current CUDA device, or on the CPU under Triton's interpreter; `kernel` (the
+    @triton.jit function to launch) must then have been made by the interpreter."""
+    if q.device.type == "meta":
+        raise ValueError("the tensors are on the meta device: meta tensors hold no data (only shapes and strides), "
+                         "so there is nothing to read and nowhere to write; use CUDA tensors (or CPU tensors with "
+                         "TRITON_INTERPRET=1)")
     if q.device.type != "cuda":
+        if interpreting() and kernel is not None:
+            check_interpreted(kernel)
         if not interpreting():
             raise ValueError(f"the tensors are on {q.device}; the Triton kernel needs CUDA tensors "
                              f"(or set TRITON_INTERPRET=1 to run it on the CPU, slowly)")
@@ -131,6 +138,22 @@ def check_runnable(q: torch.Tensor) -> None:
     if q.device.index != current:
         raise ValueError(f"the tensors are on {q.device} but the current CUDA device is cuda:{current}, where "
                          f"Triton launches; call inside `with torch.cuda.device(q.device):`")
+
+
+def check_interpreted(kernel) -> None:
+    """Under TRITON_INTERPRET=1, Triton's own library functions and the kernel must be interpreted ones. Triton
+    decides when a @triton.jit function is defined (at import) whether it is compiled or interpreted: with the
+    variable set only after `import triton` or `import kernels`, the kernel is a compiled one, which on a machine
+    without a GPU fails with Triton's "0 active drivers"."""
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+    late = [what for what, fn in (("triton", tl.cdiv), ("kernels", kernel)) if not isinstance(fn, InterpretedFunction)]
+    if late:
+        raise RuntimeError(f"TRITON_INTERPRET=1 was set after {' and '.join(late)} had been imported: Triton decides "
+                           f"at import whether a @triton.jit function is compiled or interpreted, so this process "
+                           f"holds compiled kernels and would look for a GPU driver; set TRITON_INTERPRET=1 before "
+                           f"importing kernels or triton (e.g. `TRITON_INTERPRET=1 python ...`, or os.environ at "
+                           f"the very top of the program)")
 
 
 def check_tile(tile: dict, default: Tile) -> Tile:

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import threading
 from dataclasses import dataclass
 from typing import Iterable
 
 import torch
 import triton
+from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import inputs
@@ -202,12 +204,23 @@ def _ensure_allocator() -> None:
         triton.set_allocator(_scratch)
 
 
+# Triton's interpreter keeps the state of the kernel it runs in globals (it patches triton.language for the call, and
+# the grid's indices live in its builder): two calls at once from two threads fail ("x >= grid_dim[0]") or give
+# wrong results. Interpreted launches therefore run one at a time; compiled ones need no lock.
+_INTERPRETER_LOCK = threading.Lock()
+
+
 def launch_kernel(launch: Launch):
-    """Launch through Triton's JIT (compiling on first use); returns the CompiledKernel (None when interpreting)."""
+    """Launch through Triton's JIT (compiling on first use); returns the CompiledKernel (None when interpreting).
+    Interpreted launches are serialised (_INTERPRETER_LOCK)."""
     if launch.kwargs.get("USE_TMA"):
         _ensure_allocator()
+    kernel = launch.kernel
     try:
-        return launch.kernel[launch.grid](**launch.kwargs, **launch.options)
+        if isinstance(kernel, InterpretedFunction):
+            with _INTERPRETER_LOCK:
+                return kernel[launch.grid](**launch.kwargs, **launch.options)
+        return kernel[launch.grid](**launch.kwargs, **launch.options)
     except (triton.CompilationError, triton.runtime.errors.OutOfResources) as err:
         raise _compile_failure(launch, err) from err
     except RuntimeError as err:  # MLIR pass failures surface as RuntimeError("PassManager::run failed")
@@ -415,6 +428,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     switches choose). out: an optional tensor like q to write into (q itself is allowed; memory shared with k or v
     is refused). No backward pass: inputs that require grad are refused while grad mode is on.
     Returns the output, (B, H, N, D), in q's dtype.
+
+    Dense memory only: sparse, nested, meta tensors, ZeroTensors and lazy views (a negation or conjugation bit) are
+    refused, naming the conversion. Under Triton's interpreter (TRITON_INTERPRET=1, set before triton and kernels
+    are imported) calls from several threads are safe but run their launches one at a time.
     """
     if switches is not None and type(switches) is not frozenset:
         switches = frozen_switches(switches)
@@ -446,7 +463,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         return out
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
-        inputs.check_runnable(q)
+        inputs.check_runnable(q, launch.kernel)
         inputs.check_known_miscompiles(launch.label, launch.switches, q.device)
         inputs.check_no_alias(q, k, v, out)
         names = launch.kernel.arg_names
