@@ -30,6 +30,15 @@ probabilities are ever written to memory: a step's tiles live in registers and s
 its Q once, each K and V tile once, and writes its O once. Grouped-query attention: query head h reads key/value
 head h // (H / H_kv); K and V are never repeated.
 
+Scores of -inf (keys masked, or -inf in the inputs) are guarded as FlashAttention guards them, at no cost in the
+loop: ``m_i`` starts at NO_SCORE, the most negative finite float32, instead of -inf, so that ``m_new`` is finite for
+a row whose scores so far are all -inf (a whole key block of them, or every key it sees), and ``s * scale - m_new``
+is then -inf (probability 0) instead of -inf - (-inf) = NaN; ``alpha`` = exp(NO_SCORE - m_new) multiplies acc = 0
+and l_i = 0 when a finite score first comes (and is 0 itself unless that score is near NO_SCORE; a difference that
+overflows float32 is -inf, whose exponential, 0, is the right limit: m_new is the maximum, so no difference
+overflows upwards). A row that sees no finite score at all ends with l_i = 0 and acc = 0, and its output is 0, as
+PyTorch's scaled_dot_product_attention gives (a score of +inf or NaN gives a NaN row, as it does there).
+
 The four circuits
 -----------------
 
@@ -155,6 +164,9 @@ HOST_TMA = tl.constexpr(2)      # TMA descriptors of the whole (B, heads, N, HEA
 # LAZY_RESCALE: the growth of a row's running maximum (in the exponent's units: log2 with USE_EXP2, else natural
 # log) below which acc and l_i are not rescaled (FlashAttention-4's conditional rescaling; 8 = a factor 256 with exp2).
 RESCALE_THRESHOLD = tl.constexpr(8.0)
+
+# The running maximum's start (see the module's notes on -inf scores): finite, and no finite scaled score is below it.
+NO_SCORE = tl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 
 
 @triton.jit
@@ -398,7 +410,7 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
         q = (q * qk_scale).to(q.dtype)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    m_i = tl.full([BLOCK_M], NO_SCORE, dtype=tl.float32)    # not -inf: the guard of rows without a finite score
 
     # The loop shape: the key blocks [0, hi), masked where they must be.
     if IS_CAUSAL and CAUSAL_SKIP:
@@ -425,7 +437,8 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
                                   USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
 
     # The memory path again: O goes out the way Q came in.
-    out = (acc / l_i[:, None]).to(q.dtype)   # out has q's dtype (checked on the host)
+    # out has q's dtype (checked on the host); a row without a finite score has acc = 0 and l_i = 0: its output is 0
+    out = (acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]).to(q.dtype)
     if MEMORY == HOST_TMA:
         Out.store([kv_b, off_bh % H, start_m * BLOCK_M, 0], out.reshape(1, 1, BLOCK_M, HEAD_DIM))
     elif MEMORY == PROGRAM_TMA:

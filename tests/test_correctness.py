@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kernels import add_one_in, attention, leave_one_out, plain_attention, plan_launch, reference_attention
-from kernels.stages import BASELINE, FINAL, extended
+from kernels.stages import BASELINE, FINAL, STAGES, TRITON_STAGES, extended
 from kernels.accuracy import judge, poisoned_like
 
 ABLATIONS = {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL)}
@@ -137,3 +137,32 @@ def test_head_groups_cover_every_program(make_qkv, monkeypatch, l2_bytes, B, hea
     for causal in (True, False):
         run_and_judge(q, k, v, seed, causal=causal, stage=stage)
     launcher.clear_cache()
+
+
+# Scores of -inf (issue 22, item 5): the kernel's running maximum is guarded (kernels/flash_fwd.py, NO_SCORE).
+MINUS_INF_VARIANTS = {**{s: STAGES[s].switches for s in TRITON_STAGES}, **extended(FINAL),
+                      **extended(TRITON_STAGES[-1]), "lazy+overlap": STAGES["v14"].switches | {"overlap_qk"},
+                      "exp+prescale": frozenset({"two_phase", "prescale_q"})}
+
+
+@pytest.mark.parametrize("tile", [{}, dict(block_m=16, block_n=16), dict(block_m=32, block_n=64)],
+                         ids=["own", "16x16", "32x64"])
+@pytest.mark.parametrize("variant", list(MINUS_INF_VARIANTS))
+def test_a_leading_block_of_minus_inf_scores(make_qkv, variant, tile):
+    """The first 40 keys score -inf for every query (k[..., 0] = -inf, q[..., 0] > 0): whole key blocks of -inf at
+    every tile here. Before the guard, m_new = -inf gave -inf - (-inf) = NaN, and every row (or under a causal mask
+    the rows that see only those keys) came out NaN. Now rows with a finite score are right, and a row without one
+    gives what SDPA gives (0)."""
+    import torch.nn.functional as F
+    q, k, v, seed = make_qkv(1, 2, 1, 72, 32)
+    q[..., 0] = q[..., 0].abs() + 0.5
+    k[..., :40, 0] = float("-inf")
+    for causal in (True, False):
+        out = poisoned_like(q)
+        attention(q, k, v, causal=causal, out=out, switches=MINUS_INF_VARIANTS[variant], **tile)
+        ref = reference_attention(q, k, v, causal=causal)
+        seen = torch.isfinite(ref).all(-1)
+        assert seen.sum() == (32 if causal else 72) * 2
+        assert torch.equal(out[~seen], F.scaled_dot_product_attention(q, k, v, is_causal=causal)[~seen])
+        verdict = judge(out[seen], ref[seen], plain_attention(q, k, v, causal=causal)[seen])
+        assert verdict["ok"], f"{variant} {tile} causal={causal} seed={seed}: {verdict}"
