@@ -25,6 +25,11 @@ the running output ``acc``, all in float32 (``kernels.flash_fwd`` gives the deri
     acc   = acc * alpha + p.to(fp16/bf16) @ v
     out   = acc / l_i                        (after the last step)
 
+``m_i`` starts at NO_SCORE, the most negative finite float32, not -inf: a row whose scores so far are all -inf
+(keys of -inf in the inputs) then has a finite ``m_new``, and its probabilities are exp2(-inf) = 0 rather than
+exp2(-inf - (-inf)) = NaN; a row that sees no finite score ends with l_i = 0 and acc = 0, and its output is 0, as
+PyTorch's scaled_dot_product_attention gives (``kernels.flash_fwd`` guards its running maximum the same way).
+
 The host folds log2(e) into ``qk_scale`` (softmax scale x log2(e)), so the exponential is the hardware's base-2
 one and the scale costs nothing beyond the FFMA that subtracts the maximum. Query head h reads key/value head
 h // GROUP (grouped-query attention; K and V are never repeated).
@@ -160,6 +165,8 @@ PRODUCER_WARP_NUM_REGS = 24
 PRODUCER_WARP_MAXNREG = 128
 PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
+# The running maximum's start (see "The algorithm"): finite, and no finite scaled score is below it.
+NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 
 
 @gluon.jit
@@ -285,7 +292,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
     default partition of the warp-specialized region."""
     dtype: gl.constexpr = k_desc.dtype
     offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
-    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_layout)
+    m_i = gl.full([BLOCK_M], NO_SCORE, gl.float32, row_layout)      # not -inf: the guard of rows without a finite score
     l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     if PV_IN_FLIGHT:
@@ -311,7 +318,9 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
     # block is not handed back either: no load waits for it.)
 
     # O = acc / l_i, through Q's buffer (free: the last q k^T product has completed) and a TMA store.
-    out = acc / gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))[:, None]
+    # a row without a finite score has acc = 0 and l_i = 0: its output is 0, as SDPA gives
+    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
+    out = acc / gl.where(l_o == 0.0, 1.0, l_o)[:, None]
     q_tile.store(out.to(dtype))
     fence_async_shared()
     tma.async_copy_shared_to_global(o_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_smem)

@@ -206,11 +206,10 @@ def check_out(out: torch.Tensor, q: torch.Tensor) -> None:
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
     if out.is_neg() or out.is_conj():
-        bit = "negation" if out.is_neg() else "conjugation"
+        bit, done = ("negation", "negated") if out.is_neg() else ("conjugation", "conjugated")
         raise ValueError(f"out has the {bit} bit set (a lazy view such as torch._neg_view(x)): the kernel writes its "
-                         f"memory directly, so out would then read as the {'negated' if out.is_neg() else 'conjugated'} "
-                         f"result; pass a tensor without the bit (e.g. torch.empty_like(q)) and negate the result if "
-                         f"you need to")
+                         f"memory directly, so out would then read as the {done} result; pass a tensor without the "
+                         f"bit (e.g. torch.empty_like(q)) and negate the result if you need to")
     check_dense("out", out)
     if tuple(out.shape) != tuple(q.shape) or out.dtype != q.dtype or out.device != q.device:
         raise ValueError(f"out must match q: shape {tuple(q.shape)}, {q.dtype}, on {q.device}; "

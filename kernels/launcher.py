@@ -20,6 +20,32 @@ from .stages import (FINAL, ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switche
 LOG2E = math.log2(math.e)
 TENSOR_ARGS = ("Q", "K", "V", "Out")  # the kernel's first four parameters: tensors, or TMA descriptors of them
 FP32_MAX, FP32_MIN_NORMAL = 3.4028234663852886e38, 1.1754943508222875e-38
+FP16_MAX = 65504.0  # float16's largest finite value: the range of inputs for which the scores cannot overflow
+
+
+def max_scaled_scale(D: int) -> float:
+    """The largest sm_scale x log2(e) the kernel accepts at head dim D: then every score q.k x sm_scale x log2(e) of
+    inputs within float16's range (|x| <= 65504: every float16 input) is at most FP32_MAX / 4 in magnitude (|q.k| <=
+    D x 65504^2, and so is every partial sum of the float32 product), so that no finite input gives an infinite
+    score (+inf would make its row NaN, -inf would drop a key that has a finite score), and the kernel's
+    differences of scores and tl.exp's factor log2(e) have room to spare. About 1e26 at D = 128. (bfloat16 inputs
+    beyond 65504 can overflow q.k itself, at any scale: a score of +inf gives a NaN row, as in PyTorch's attention.)"""
+    return FP32_MAX / 4 / (D * FP16_MAX * FP16_MAX)
+
+
+# PRESCALE_Q (prescale_q, q_in_registers) multiplies Q by the scale at load and rounds the product to 16 bits: one
+# more rounding of every element of Q (relative 2^-11), whose error in the scores grows with the scale, and a
+# product that overflows 16 bits once |q| x scale x log2(e) > 65504. At the default scale 1/sqrt(D) and below the
+# product cannot overflow (scale x log2(e) < 1) and its error is the one the verify step accepted (measured on the
+# CPU: up to 2.05 times SDPA's error at the default scale, 2.2 to 2.6 times at 2 to 4 times it); above the default,
+# the launch turns PRESCALE_Q off and the scale goes into the float32 scores, as in every other stage (then Q is not
+# held in registers: the variant without q_in_registers). PRESCALE_SLACK lets D ** -0.5 pass as well as 1/sqrt(D).
+PRESCALE_SLACK = 1 + 2**-20
+
+
+def prescales_q(sm_scale: float, D: int) -> bool:
+    """Whether a launch with PRESCALE_Q's switches scales Q at load in 16 bits at this scale (see above)."""
+    return sm_scale <= PRESCALE_SLACK / math.sqrt(D)
 
 
 class TileNotSupportedError(RuntimeError):
@@ -86,11 +112,11 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         raise TypeError(f"sm_scale must be a number, got a tensor {sm_scale!r}; pass float(sm_scale)")
     if isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real) or not (0 < sm_scale < math.inf):
         raise ValueError(f"sm_scale must be a positive finite number, got {sm_scale!r} (default 1/sqrt(D))")
-    scaled = float(sm_scale) * LOG2E
-    if not (FP32_MIN_NORMAL <= scaled <= FP32_MAX / 4):
+    scaled, limit = float(sm_scale) * LOG2E, max_scaled_scale(D)
+    if not (FP32_MIN_NORMAL <= scaled <= limit):
         raise ValueError(f"sm_scale={sm_scale!r} is outside what the kernel's float32 scores can carry "
-                         f"(scale x log2(e) must be within [{FP32_MIN_NORMAL:.3g}, {FP32_MAX / 4:.3g}]); "
-                         f"rescale q instead")
+                         f"(scale x log2(e) must be within [{FP32_MIN_NORMAL:.3g}, {limit:.3g}] at D={D}: above, "
+                         f"scores of float16-range inputs could overflow float32); rescale q instead")
     t = inputs.check_tile(tile, default_tile(switches, D, N))
     if "const_strides" in switches:
         inputs.check_rows_contiguous(label, q=q, k=k, v=v, out=out)
@@ -103,6 +129,8 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         sw = ALL_SWITCHES[name]
         if sw.kernel_arg:
             on[sw.kernel_arg] = on.get(sw.kernel_arg, False) or name in switches
+    if on["PRESCALE_Q"] and not prescales_q(float(sm_scale), D):
+        on["PRESCALE_Q"] = False        # above the default scale: the scale goes into the float32 scores
     n_blocks = triton.cdiv(N, t.block_m)
     head_group = 1
     if on["HEAD_GROUPS"]:
@@ -428,6 +456,12 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     switches choose). out: an optional tensor like q to write into (q itself is allowed; memory shared with k or v
     is refused). No backward pass: inputs that require grad are refused while grad mode is on.
     Returns the output, (B, H, N, D), in q's dtype.
+
+    sm_scale: default 1/sqrt(D); any scale with sm_scale x log2(e) from FP32_MIN_NORMAL to max_scaled_scale(D)
+    (about 1e26 at D = 128), so that no score of float16-range inputs overflows float32. The stages that scale Q at
+    load in 16 bits (q_in_registers, prescale_q) do so at the default scale and below; above it the scale goes into
+    the float32 scores instead (see prescales_q). Rows that see no finite score (every key masked or -inf) give 0,
+    as PyTorch's scaled_dot_product_attention.
 
     Dense memory only: sparse, nested, meta tensors, ZeroTensors and lazy views (a negation or conjugation bit) are
     refused, naming the conversion. Under Triton's interpreter (TRITON_INTERPRET=1, set before triton and kernels

@@ -166,3 +166,32 @@ def test_a_leading_block_of_minus_inf_scores(make_qkv, variant, tile):
         assert torch.equal(out[~seen], F.scaled_dot_product_attention(q, k, v, is_causal=causal)[~seen])
         verdict = judge(out[seen], ref[seen], plain_attention(q, k, v, causal=causal)[seen])
         assert verdict["ok"], f"{variant} {tile} causal={causal} seed={seed}: {verdict}"
+
+
+# Q scaled at load in 16 bits (PRESCALE_Q: q_in_registers, prescale_q; issue 22, item 5).
+@pytest.mark.parametrize("multiple", [8, 16, 1e3, 1e5])
+@pytest.mark.parametrize("variant", ["v15", "v16", "v17", "v7+prescale_q", "v18+prescale_q"])
+def test_q_prescaled_in_16_bits_only_where_it_is_exact_enough(make_qkv, variant, multiple):
+    """Above the default scale the product q x scale x log2(e) in 16 bits lost accuracy (2 to 4 times SDPA's error
+    at 8 to 16 times the default) and overflowed (inf, NaN rows: from about 1e4 times the default with unit-normal
+    q); the launch now puts the scale into the float32 scores there, and the output is within twice SDPA's error."""
+    import math
+    import torch.nn.functional as F
+    from kernels.stages import resolve_variant
+    q, k, v, seed = make_qkv(1, 2, 2, 64, 64)
+    scale = multiple / math.sqrt(64)
+    out = poisoned_like(q)
+    attention(q, k, v, causal=True, switches=resolve_variant(variant), sm_scale=scale, out=out)
+    verdict = judge(out, reference_attention(q, k, v, sm_scale=scale),
+                    F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale))
+    assert verdict["ok"], f"{variant} sm_scale={scale} seed={seed}: {verdict}"
+
+
+def test_q_is_prescaled_at_the_default_scale_and_below_only():
+    """At the default scale (the one every measurement uses) and below, PRESCALE_Q's launch is unchanged, the
+    same compiled kernel; above it the flag is off."""
+    import math
+    q, k, v = (torch.randn(1, h, 64, 64).half() for h in (2, 1, 1))
+    prescaled = {scale: plan_launch(q, k, v, torch.empty_like(q), stage="v15", sm_scale=scale).kwargs["PRESCALE_Q"]
+                 for scale in (None, 1 / math.sqrt(64), 64 ** -0.5, 0.01, 0.2, 1.0)}
+    assert prescaled == {None: True, 0.125: True, 0.01: True, 0.2: False, 1.0: False}

@@ -340,7 +340,8 @@ except RuntimeError as err:
 """
 
 
-@pytest.mark.parametrize("imports, late", [("import kernels.launcher", "triton and kernels"), ("import triton", "triton had")])
+@pytest.mark.parametrize("imports, late", [("import kernels.launcher", "triton and kernels"),
+                                           ("import triton", "triton had")])
 def test_triton_interpret_set_after_import_is_named(imports, late):
     """TRITON_INTERPRET=1 set after `import triton` or `import kernels` (the kernel is then a compiled one: Triton
     decides at import) is named, with the fix, instead of Triton's "0 active drivers" or "Cannot call @triton.jit'd
@@ -384,3 +385,15 @@ def test_concurrent_calls_in_the_interpreter_are_serialised():
     for t in threads:
         t.join()
     assert not problems, problems
+
+
+@pytest.mark.parametrize("D", [16, 64, 128])
+def test_sm_scale_that_could_overflow_the_float32_scores_is_refused(D):
+    """The largest accepted scale is the one at which no score of float16-range inputs can overflow float32
+    (kernels.launcher.max_scaled_scale, about 1e26 at D = 128); 1e30 was accepted before, and inputs of a few
+    hundred then overflowed the scores (NaN rows)."""
+    from kernels.launcher import LOG2E, max_scaled_scale
+    q, k, v = (torch.randn(1, h, 16, D).half() for h in (2, 1, 1))
+    with pytest.raises(ValueError, match=rf"outside what the kernel's float32 scores can carry .* at D={D}"):
+        attention(q, k, v, sm_scale=1e30)
+    attention(q, k, v, sm_scale=max_scaled_scale(D) / LOG2E)

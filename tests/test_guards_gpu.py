@@ -1,0 +1,81 @@
+"""The kernel's arithmetic guards on a GPU, every registered stage (the Gluon ones included, which Triton's
+interpreter cannot run; tests/test_properties_guards.py checks the Triton stages on the CPU): run on the GPU machine
+with TRITON_INTERPRET=0, skipped elsewhere, saying why.
+
+- key blocks whose scores are all -inf (k[..., 0] = -inf against q[..., 0] > 0), aligned to the stage's own tile,
+  and a leading run of them, so that under a causal mask the first rows see no finite score: those rows give what
+  PyTorch's SDPA gives (0), no row is NaN, and the others are judged against float64 as everywhere;
+- the largest accepted sm_scale (kernels.launcher.max_scaled_scale) on inputs of float16's whole range: finite, and
+  within twice SDPA's error (its scores are float32, as the kernel's).
+"""
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernels import attention, reference_attention
+from kernels import launcher
+from kernels.accuracy import judge, poisoned_like
+from kernels.stages import STAGES
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1",
+                                reason="needs a CUDA GPU and TRITON_INTERPRET=0: run on the GPU machine")
+SHAPE = dict(B=2, H=4, H_kv=2, N=700)
+
+
+def inputs(D, seed, magnitude=1.0, dtype=torch.float16):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v = (torch.randn(SHAPE["B"], h, SHAPE["N"], D, device="cuda", generator=g)
+               for h in (SHAPE["H"], SHAPE["H_kv"], SHAPE["H_kv"]))
+    q, k = ((t * magnitude).clamp(-launcher.FP16_MAX, launcher.FP16_MAX) for t in (q, k))
+    return q.to(dtype), k.to(dtype), v.to(dtype)
+
+
+def sdpa(q, k, v, causal, scale=None):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+
+
+def supported(stage, q, k, v, causal):
+    try:
+        return launcher.plan_launch(q, k, v, torch.empty_like(q), causal=causal, stage=stage)
+    except launcher.TileNotSupportedError as err:
+        pytest.skip(f"{stage} at D={q.shape[-1]}: {err}")
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("stage", sorted(STAGES))
+@torch.no_grad()
+def test_key_blocks_of_minus_inf_scores(stage, D, causal):
+    q, k, v = inputs(D, seed=D + causal)
+    q[..., 0] = q[..., 0].abs() + 0.5
+    block_n = supported(stage, q, k, v, causal).tile.block_n
+    n_blocks = -(-SHAPE["N"] // block_n)
+    dead = [b for b in range(n_blocks) if b < 2 or b % 3 == 1]          # two leading blocks, then every third
+    keys = [n for n in range(SHAPE["N"]) if n // block_n in dead]
+    k[..., keys, 0] = float("-inf")
+    out = poisoned_like(q)
+    attention(q, k, v, causal=causal, stage=stage, out=out)
+    ref, torch_out = reference_attention(q, k, v, causal=causal), sdpa(q, k, v, causal)
+    seen = torch.isfinite(ref).all(-1)
+    assert not torch.isnan(out).any(), f"{stage} D={D}: NaN rows {(~torch.isfinite(out).all(-1)).nonzero()[:8]}"
+    if causal:
+        assert (~seen).any()                        # the first rows see only -inf scores: the guard is exercised
+    assert torch.equal(out[~seen], torch_out[~seen]), f"{stage} D={D}: rows without a finite score differ from SDPA's"
+    verdict = judge(out[seen], ref[seen], torch_out[seen])
+    assert verdict["ok"], f"{stage} D={D} causal={causal}: {verdict}"
+
+
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("stage", sorted(STAGES))
+@torch.no_grad()
+def test_the_largest_accepted_scale_on_float16_range_inputs(stage, D):
+    scale = launcher.max_scaled_scale(D) / launcher.LOG2E
+    q, k, v = inputs(D, seed=7 * D, magnitude=1e4)
+    supported(stage, q, k, v, True)
+    out = poisoned_like(q)
+    attention(q, k, v, causal=True, stage=stage, out=out, sm_scale=scale)
+    assert torch.isfinite(out).all(), f"{stage} D={D}: non-finite rows at sm_scale={scale:.3g}"
+    verdict = judge(out, reference_attention(q, k, v, causal=True, sm_scale=scale), sdpa(q, k, v, True, scale))
+    assert verdict["ok"], f"{stage} D={D} sm_scale={scale:.3g}: {verdict}"
