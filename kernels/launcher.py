@@ -397,6 +397,23 @@ def _launch_jit(plan: _Plan, q, k, v, out) -> None:
         plan.direct = _direct_launcher(kernel, tuple(kwargs.values())[:len(TENSOR_ARGS)])
 
 
+def launch_direct(plan: _Plan, q, k, v, out) -> None:
+    """The cached launch: Triton's generated C launcher, called directly (see _launch_jit), on tensors whose call
+    signature is the plan's (`attention` makes sure of it)."""
+    launch, function, packed, coop, pdl, scratch, descs = plan.direct
+    g0, g1 = plan.grid if len(plan.grid) == 2 else (plan.grid[0], 1)
+    # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would.
+    scratch = torch.empty(g0 * g1 * scratch, dtype=torch.uint8, device=q.device) if scratch else None
+    if descs is None:
+        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
+               None, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
+    else:
+        dq, dk, dv, do = descs
+        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
+               None, *dq.args(q.data_ptr()), *dk.args(k.data_ptr()), *dv.args(v.data_ptr()),
+               *do.args(out.data_ptr()), *plan.rest)
+
+
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str | None = None,
               sm_scale: float | None = None, switches: Iterable[str] | None = None,
               out: torch.Tensor | None = None, **tile) -> torch.Tensor:
@@ -422,19 +439,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     elif plan is not None:
         inputs.check_no_alias(q, k, v, out)            # pointers change from call to call: checked every time
     if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
-        # The cached launch: Triton's generated launcher, called directly (see _launch_jit).
-        launch, function, packed, coop, pdl, scratch, descs = plan.direct
-        g0, g1 = (*plan.grid, 1)[:2]
-        # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would.
-        scratch = torch.empty(g0 * g1 * scratch, dtype=torch.uint8, device=q.device) if scratch else None
-        if descs is None:
-            launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
-                   None, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
-        else:
-            dq, dk, dv, do = descs
-            launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
-                   None, *dq.args(q.data_ptr()), *dk.args(k.data_ptr()), *dv.args(v.data_ptr()),
-                   *do.args(out.data_ptr()), *plan.rest)
+        launch_direct(plan, q, k, v, out)
         return out
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
