@@ -141,3 +141,46 @@ def test_other_dtypes_and_an_active_sliding_window_are_refused(weights):
             m(tokens(16))
         short = tokens(7)                          # within the window the sliding mask is the causal one
         assert relative_error(m(short).logits, model(weights, "sdpa", **slide)(short).logits) < 5e-3
+
+
+# ---- workflow/scripts/measure/qwen3_e2e.py, the GPU measurement, on the CPU --------------------------------------
+
+def test_the_measured_layouts_have_the_published_parameter_counts():
+    from steps import step
+    e2e = step("measure/qwen3_e2e")
+    assert e2e.main(["--dry-run"]) == 0             # each model built on the meta device, counted as the hub counts
+    assert set(e2e.HUB_PARAMETERS) == set(e2e.MODELS) == {"0.6B", "8B", "32B"}
+
+
+def test_the_float32_reference_is_the_model_in_float32(weights):
+    """The measurement's reference (the decoder layers copied to float32 one at a time) is transformers' own
+    forward of the whole model in float32, the float16 weights exactly (as the measurement's bf16 weights are)."""
+    import copy
+    from steps import step
+    e2e = step("measure/qwen3_e2e")
+    m16, ids = model(weights, "sdpa"), tokens(33)
+    with torch.no_grad():
+        want = copy.deepcopy(m16).float().model(input_ids=ids).last_hidden_state
+        got = e2e.reference_hidden(m16, ids)
+        assert relative_error(m16.model(input_ids=ids).last_hidden_state, want) > 1e-4   # float16 is further off
+    assert got.dtype == torch.float32 and relative_error(got, want) < 1e-6
+
+
+def test_the_measurement_runs_end_to_end_on_the_cpu(tmp_path):
+    import csv
+    from steps import step
+    e2e = step("measure/qwen3_e2e")
+    assert e2e.main(["--self-check", "--out", str(tmp_path), "--N", "16", "--batch", "2", "--repeats", "2",
+                     "--warmup", "0"]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "qwen3_e2e.csv")))
+    got = {(r["impl"], r["mode"], r["metric"]): r for r in rows}
+    assert got["ours", "check", "check_ok"]["value"] == "1"
+    assert float(got["ours", "check", "rel_error_vs_fp32"]["value"]) <= float(got["ours", "check", "tolerance"]["value"])
+    for impl in ("ours", "sdpa"):
+        assert float(got[impl, "eager", "prefill_ms_median"]["value"]) > 0
+        assert 0 < float(got[impl, "eager", "attn_share"]["value"])
+        for what in ("attn_fn", "attn_op"):
+            assert float(got[impl, "bench", f"{what}_ms_median"]["value"]) > 0
+    samples = list(csv.DictReader(open(tmp_path / "samples.csv")))
+    assert sorted((s["impl"], s["sample"]) for s in samples) == [("ours", "0"), ("ours", "1"), ("sdpa", "0"),
+                                                                 ("sdpa", "1")]
