@@ -309,21 +309,26 @@ def record_qkv(model, ids):
     """Layer 0's q, k, v as transformers hands them to the attention function (shapes, strides), and the module."""
     import torch
     from transformers import AttentionInterface, AttentionMaskInterface
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
     from transformers.masking_utils import sdpa_mask
 
     got = {}
 
+    class Recorded(Exception):
+        pass
+
     def recorder(module, query, key, value, attention_mask, **kw):
-        if not got:
-            got.update(module=module, q=query, k=key, v=value, scaling=kw.get("scaling"))
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kw)
+        got.update(module=module, q=query, k=key, v=value, scaling=kw.get("scaling"))
+        raise Recorded                      # layer 0's are all we need: the rest of the forward is not run
 
     AttentionInterface.register("fa2_stages_record", recorder)
     AttentionMaskInterface.register("fa2_stages_record", sdpa_mask)
     model.set_attn_implementation("fa2_stages_record")
-    with torch.no_grad():
-        model.model(input_ids=ids, use_cache=False)
+    try:
+        with torch.no_grad():
+            model.model(input_ids=ids, use_cache=False)
+    except Recorded:
+        pass
+    assert got["module"].layer_idx == 0 and got["q"].shape[-2] == ids.shape[1]
     return got
 
 
@@ -488,6 +493,7 @@ def run(a) -> int:
     w = Writer(a.out)
     clocks = Clocks(cuda and not a.no_clocks)
     env_path = a.out / "env.json"
+    env_path.unlink(missing_ok=True)        # a fresh run: gpu_env.start would keep an earlier one
     env = {}
     if cuda:
         from pipeline import gpu_env
