@@ -1,10 +1,11 @@
 """Our kernel inside Hugging Face `transformers`' own models, through its attention-function interface.
 
     import torch, kernels.hf
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import AutoModelForCausalLM, Qwen3Config
 
     name = kernels.hf.register(stage="v13")            # "fa2_stages_v13"; register() alone: "fa2_stages" (FINAL)
-    model = Qwen3ForCausalLM._from_config(Qwen3Config(...), attn_implementation=name, dtype=torch.bfloat16).cuda()
+    model = AutoModelForCausalLM.from_config(Qwen3Config(...), attn_implementation=name, dtype=torch.bfloat16)
+    model = model.cuda().eval()
     # or, on a model already built:  model.set_attn_implementation(name)
     with torch.no_grad():
         logits = model(input_ids).logits                # prefill: every layer's attention is our kernel
@@ -121,8 +122,8 @@ def register(stage: str | None = None) -> str:
     transformers' sdpa_mask, see the module) and return the attn_implementation name to give a model:
 
         name = kernels.hf.register("v13")
-        model = Qwen3ForCausalLM(config); model.set_attn_implementation(name)
-        # or: AutoModelForCausalLM.from_config(config, attn_implementation=name)
+        model = AutoModelForCausalLM.from_config(config, attn_implementation=name, dtype=torch.bfloat16)
+        # or: model = Qwen3ForCausalLM(config); model.set_attn_implementation(name)
 
     stage: a name of kernels.STAGES; None, the default, is kernels.FINAL under the name "fa2_stages". Registering
     again is harmless (the same function under the same name)."""

@@ -8,13 +8,11 @@ a wrong attention is far outside: non-causal attention gives 0.6, a 10% wrong sc
 below). And what the kernel cannot compute is refused, naming the fix."""
 import pytest
 import torch
+from transformers import AttentionInterface, AttentionMaskInterface, Qwen3Config, Qwen3ForCausalLM
 
-pytest.importorskip("transformers")
-from transformers import AttentionInterface, AttentionMaskInterface, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
-
-import kernels.hf as hf  # noqa: E402
-from kernels.accuracy import PYTORCH_FACTOR, UNIT_ROUNDOFF, relative_error  # noqa: E402
-from kernels.stages import FINAL  # noqa: E402
+import kernels.hf as hf
+from kernels.accuracy import PYTORCH_FACTOR, UNIT_ROUNDOFF, relative_error
+from kernels.stages import FINAL
 
 TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
             head_dim=16, vocab_size=128, max_position_embeddings=128)
