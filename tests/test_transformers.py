@@ -150,6 +150,20 @@ def test_the_measured_layouts_have_the_published_parameter_counts():
     assert set(e2e.HUB_PARAMETERS) == set(e2e.MODELS) == {"0.6B", "8B", "32B"}
 
 
+def test_a_plan_gives_the_measurement_its_defaults(tmp_path):
+    from steps import step
+    e2e = step("measure/qwen3_e2e")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("plan:\n  qwen3_e2e: {models: [8B, 32B], N: [2048], layers: {32B: 2}, repeats: 4}\n")
+    assert e2e.plan_defaults(plan) == {"models": ["8B", "32B"], "N": [2048], "layers": ["32B=2"], "repeats": 4}
+    plan.write_text("plan:\n  qwen3_e2e: {models: [7B]}\n")
+    with pytest.raises(SystemExit):
+        e2e.main(["--dry-run", "--config", str(plan)])
+    plan.write_text("plan:\n  qwen3_e2e: {model: [8B]}\n")
+    with pytest.raises(ValueError, match="unknown key"):
+        e2e.plan_defaults(plan)
+
+
 def test_the_float32_reference_is_the_model_in_float32(weights):
     """The measurement's reference (the decoder layers copied to float32 one at a time) is transformers' own
     forward of the whole model in float32, the float16 weights exactly (as the measurement's bf16 weights are)."""

@@ -558,6 +558,26 @@ def dry_run(a) -> int:
     return 1 if bad else 0
 
 
+PLAN_KEYS = ("models", "N", "batch", "layers", "stage", "repeats", "warmup", "graphs")
+
+
+def plan_defaults(path: Path) -> dict:
+    """The plan's qwen3_e2e section as this script's option defaults."""
+    from pipeline import plan
+
+    section = plan.load_config(path).get("qwen3_e2e") or {}
+    unknown = sorted(set(section) - set(PLAN_KEYS))
+    if unknown:
+        raise ValueError(f"{path}: plan.qwen3_e2e has unknown key(s) {unknown}; the keys are {list(PLAN_KEYS)}")
+    out = dict(section)
+    layers = out.get("layers")
+    if isinstance(layers, dict):
+        out["layers"] = [f"{m}={n}" for m, n in layers.items()]
+    elif layers is not None:
+        out["layers"] = [str(layers)]
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=[*MODELS, "tiny"])
@@ -574,10 +594,20 @@ def main(argv=None) -> int:
     ap.add_argument("--no-clocks", action="store_true", help="do not read clocks and power per sample")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, help="folder for qwen3_e2e.csv, samples.csv, env.json")
+    ap.add_argument("--config", type=Path,
+                    help="a plan (config/config.yaml, or a run's plan.yaml): its plan.qwen3_e2e section (models, N, "
+                         "batch, layers as {MODEL: LAYERS}, stage, repeats, warmup, graphs) gives the defaults; "
+                         "options given here override them")
     ap.add_argument("--dry-run", action="store_true", help="check the layouts and print the plan; no GPU")
     ap.add_argument("--self-check", action="store_true",
                     help="the whole measurement on the CPU (TRITON_INTERPRET=1), tiny Qwen3 in float16")
     a = ap.parse_args(argv)
+    if a.config is not None:
+        ap.set_defaults(**plan_defaults(a.config))
+        a = ap.parse_args(argv)
+        bad = sorted(set(a.models) - set(MODELS))
+        if bad:
+            ap.error(f"{a.config}: plan.qwen3_e2e.models has {bad}; the models are {list(MODELS)}")
     if a.dry_run:
         return dry_run(a)
     if a.out is None:
