@@ -149,6 +149,8 @@ def reference_hidden(model, ids):
     model.set_attn_implementation("sdpa")
     saved = base.config._attn_implementation
     base.config._attn_implementation = "fa2_stages_ref32"
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")      # float32 products, never TF32
     try:
         with torch.no_grad():
             h = base.embed_tokens(ids).float()
@@ -162,6 +164,7 @@ def reference_hidden(model, ids):
             return copy.deepcopy(base.norm).float()(h)
     finally:
         base.config._attn_implementation = saved
+        torch.set_float32_matmul_precision(precision)
 
 
 def logit_errors(model, hidden: dict, ref_hidden) -> dict:
