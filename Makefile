@@ -31,7 +31,7 @@ $(VENV)/.installed: $(LOCK) pyproject.toml
 ## lock: write requirements/lock.txt again from pyproject.toml (uv pip compile, with hashes, PyPI alone)
 lock: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet uv
-	$(BIN)/python -m uv pip compile pyproject.toml --extra test --extra workflow --universal --python-version 3.11 \
+	$(BIN)/python -m uv pip compile pyproject.toml --extra test --extra workflow --extra hf --universal --python-version 3.11 \
 	  --generate-hashes --no-config --index-url https://pypi.org/simple -o $(LOCK)
 
 ## tex: latexmk and pdftotext: installed from Debian's packages where apt-get exists, else what to install is said
