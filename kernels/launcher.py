@@ -244,6 +244,7 @@ class _Plan:
     host_desc: bool = False      # the tensors go to the kernel as TMA descriptors made on the host
     switches: frozenset = frozenset()   # for the compile options they imply (a register cap)
     direct: tuple | None = None
+    alias: inputs.AliasCheck | None = None   # for a call given its output: check_no_alias from the pointers
 
     @property
     def gluon(self) -> bool:
@@ -434,10 +435,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         plan = _PLANS.get(key)
     except Exception:  # a non-tensor, an unhashable option: the full path names the problem
         key = plan = None
+    out_given = out
     if out is None:
         out = torch.empty_like(q, memory_format=torch.contiguous_format) if isinstance(q, torch.Tensor) else None
     elif plan is not None:
-        inputs.check_no_alias(q, k, v, out)            # pointers change from call to call: checked every time
+        plan.alias.check(q, k, v, out)                 # pointers change from call to call: checked every time
     if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
         launch_direct(plan, q, k, v, out)
         return out
@@ -448,7 +450,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         inputs.check_no_alias(q, k, v, out)
         names = launch.kernel.arg_names
         plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in names[len(TENSOR_ARGS):]),
-                     host_desc=not isinstance(launch.kwargs[names[0]], torch.Tensor), switches=launch.switches)
+                     host_desc=not isinstance(launch.kwargs[names[0]], torch.Tensor), switches=launch.switches,
+                     alias=None if out_given is None else inputs.AliasCheck(q, k, v, out))
         if key is not None:
             if len(_PLANS) >= CACHE_SIZE:
                 _PLANS.clear()
