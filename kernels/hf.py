@@ -3,7 +3,7 @@
     import torch, kernels.hf
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    name = kernels.hf.register(stage="v13")            # "fa2_stages_v13"; register() alone: "fa2_stages" (FINAL)
+    name = kernels.hf.register(stage="v13")            # "fa2_stages_v13"; register() alone: "fa2_stages" (the device's default stage)
     model = AutoModelForCausalLM.from_config(Qwen3Config(...), attn_implementation=name, dtype=torch.bfloat16)
     model = model.cuda().eval()
     # or, on a model already built:  model.set_attn_implementation(name)
@@ -44,7 +44,8 @@ from __future__ import annotations
 import torch
 
 from .op import attention_op
-from .stages import FINAL, get_stage
+from .defaults import default_stage
+from .stages import get_stage
 
 NAME = "fa2_stages"
 KERNEL_DTYPES = (torch.float16, torch.bfloat16)
@@ -61,8 +62,8 @@ _REFUSED_KWARGS = {
 
 
 def attention_name(stage: str | None = None) -> str:
-    """The attn_implementation name of a stage: "fa2_stages" for the default (kernels.FINAL), else
-    "fa2_stages_<stage>"."""
+    """The attn_implementation name of a stage: "fa2_stages" for the device's default stage (kernels.defaults),
+    else "fa2_stages_<stage>"."""
     return NAME if stage is None else f"{NAME}_{get_stage(stage).name}"
 
 
@@ -72,10 +73,11 @@ def _refuse(name: str, problem: str, fix: str) -> None:
 
 def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                       attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                      is_causal: bool | None = None, *, stage: str = FINAL, name: str = NAME,
+                      is_causal: bool | None = None, *, stage: str | None = None, name: str = NAME,
                       **kwargs) -> tuple[torch.Tensor, None]:
     """A transformers attention function (the signature of sdpa_attention_forward) computed by our kernel; refuses,
-    naming the fix, what the kernel cannot compute exactly (see the module). Returns ((B, N, H, D), None)."""
+    naming the fix, what the kernel cannot compute exactly (see the module). stage None: the default stage of the
+    query's device (kernels.defaults). Returns ((B, N, H, D), None)."""
     if dropout and dropout > 0:
         _refuse(name, f"attention dropout p={dropout} was asked for (a model in training mode with "
                       f"config.attention_dropout > 0) and the kernel has no dropout",
@@ -109,6 +111,8 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
         _refuse(name, f"the model runs in {query.dtype} and the kernel takes float16 or bfloat16",
                 "load the model with dtype=torch.bfloat16 (or torch.float16)")
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    if stage is None:
+        stage = default_stage(query.device)
     if get_stage(stage).switches & {"const_strides", "tma"}:
         # transformers' q, k, v are (B, N, H, D) transposed: these stages need rows of D contiguous elements.
         query, key, value = query.contiguous(), key.contiguous(), value.contiguous()
@@ -125,13 +129,15 @@ def register(stage: str | None = None) -> str:
         model = AutoModelForCausalLM.from_config(config, attn_implementation=name, dtype=torch.bfloat16)
         # or: model = Qwen3ForCausalLM(config); model.set_attn_implementation(name)
 
-    stage: a name of kernels.STAGES; None, the default, is kernels.FINAL under the name "fa2_stages". Registering
+    stage: a name of kernels.STAGES; None, the default, is the default stage of each call's device (kernels.defaults:
+    on an sm_90 GPU the leading stage of the committed H200 runs, elsewhere kernels.FINAL) under the name
+    "fa2_stages". Registering
     again is harmless (the same function under the same name)."""
     from transformers import AttentionInterface, AttentionMaskInterface
     from transformers.masking_utils import sdpa_mask
 
     name = attention_name(stage)
-    st = get_stage(FINAL if stage is None else stage).name
+    st = None if stage is None else get_stage(stage).name
 
     def forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
         return attention_forward(module, query, key, value, attention_mask, dropout, scaling, is_causal,

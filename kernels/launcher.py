@@ -11,8 +11,9 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import inputs
+from .defaults import default_stage
 from .flash_fwd import _attn_fwd
-from .stages import (FINAL, ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switches, default_tile, frozen_switches,
+from .stages import (ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switches, default_tile, frozen_switches,
                      get_stage, head_group_size, is_gluon, register_cap, variant_name, GLUON_STAGES, TRITON_SWITCHES)
 
 LOG2E = math.log2(math.e)
@@ -58,21 +59,21 @@ class Launch:
                 **({"maxnreg": cap} if cap else {})}
 
 
-def _stage_or_switches(stage: str | None, switches: Iterable[str] | None) -> tuple:
-    """(label, switches) for a stage name or an explicit switch subset."""
+def _stage_or_switches(stage: str | None, switches: Iterable[str] | None, device=None) -> tuple:
+    """(label, switches) for a stage name or an explicit switch subset (neither: the device's default stage)."""
     if switches is not None:
         if stage is not None:
             raise ValueError(f"give a stage or switches, not both (stage={stage!r}, switches={sorted(switches)})")
         switches = check_switches(switches)
         return variant_name(switches), switches
-    st = get_stage(FINAL if stage is None else stage)
+    st = get_stage(default_stage(device) if stage is None else stage)
     return st.name, st.switches
 
 
 def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scale=None, **tile) -> Launch:
     """Check everything and return the launch; raises with the problem and the fix on any bad input."""
-    label, switches = _stage_or_switches(stage, switches)
     B, H, H_kv, N, D = inputs.check_qkv(q, k, v)
+    label, switches = _stage_or_switches(stage, switches, q.device)
     inputs.check_out(out, q)
     inputs.check_grad(q, k, v)
     inputs.check_offsets(q=q, k=k, v=v, out=out)
@@ -418,11 +419,13 @@ def launch_direct(plan: _Plan, q, k, v, out) -> None:
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str | None = None,
               sm_scale: float | None = None, switches: Iterable[str] | None = None,
               out: torch.Tensor | None = None, **tile) -> torch.Tensor:
-    """softmax(q k^T * sm_scale [+ causal mask]) v, by one stage of the article's kernel.
+    """softmax(q k^T * sm_scale [+ causal mask]) v, by one stage of the kernel.
 
     q: (B, H, N, D); k, v: (B, H_kv, N, D), H a multiple of H_kv (query head h reads K/V head h // (H // H_kv)).
-    stage: a name of kernels.STAGES (default kernels.FINAL, the article's last); or switches: any subset of the
-    switches (kernels.stages.ALL_SWITCHES) instead (not both). tile: block_m, block_n, num_warps, num_stages
+    stage: a name of kernels.STAGES; by default the fastest stage verified on the device's architecture
+    (kernels.defaults: on an sm_90 GPU the leading stage of the committed H200 runs, the one listed in
+    kernels/default_stages.csv; on any other device the article's last stage, kernels.FINAL). Or switches: any
+    subset of the switches (kernels.stages.ALL_SWITCHES) instead (not both). tile: block_m, block_n, num_warps, num_stages
     override the variant's own tile (kernels.stages.default_tile: the article's 32x32 with 4 warps, or the one its
     switches choose). out: an optional tensor like q to write into (q itself is allowed; memory shared with k or v
     is refused). No backward pass: inputs that require grad are refused while grad mode is on.

@@ -433,3 +433,14 @@ def test_no_step_imports_another_step_and_none_reads_a_path_of_its_own():
         literals = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
         own = [x for x in literals if x.startswith(("results/", "data/", "kernels/", "paper/", "config/"))]
         assert not own or script.parent.name == "tools", f"{script.relative_to(ROOT)} names paths itself: {own}"
+
+
+def test_the_default_stage_per_gpu_is_what_the_data_chooses(built, tmp_path):
+    """kernels/default_stages.csv is what choose_default.py derives from the committed runs' aggregate (the leading
+    stage, verified in the runs' GPU grids), so the default a user gets cannot drift from the data."""
+    from steps import step
+    choose = step("tools/choose_default")
+    out = tmp_path / "default_stages.csv"
+    choose.main(["--leader", str(AGG / "leader.csv"), "--correctness", str(AGG / "correctness.csv"), "--arch", "90",
+                 "--out", str(out)])
+    assert out.read_text() == (ROOT / "kernels" / "default_stages.csv").read_text()

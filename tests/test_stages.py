@@ -197,3 +197,18 @@ def verified_gluon_stages() -> set:
             if (rows.status == "ok").any() and not (rows.status == "WRONG").any():
                 verified.add(stage)
     return verified
+
+
+def test_the_default_stage_is_the_verified_leader_on_its_architecture_and_the_articles_elsewhere(monkeypatch):
+    import torch
+
+    from kernels import defaults
+    from kernels.stages import FINAL
+    table = defaults.default_stages()
+    assert table and all(s in STAGES for s in table.values())
+    assert defaults.default_stage(torch.device("cpu")) == FINAL and defaults.default_stage(None) == FINAL
+    for (major, minor), expected in (((9, 0), table[90]), ((8, 0), FINAL), ((12, 0), FINAL)):
+        defaults._for_cuda.cache_clear()
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index, m=major, n=minor: (m, n))
+        assert defaults.default_stage(torch.device("cuda", 0)) == expected
+    defaults._for_cuda.cache_clear()
