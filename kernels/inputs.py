@@ -233,11 +233,37 @@ def _dense_without_overlap(t: torch.Tensor) -> bool:
     return True
 
 
+def span_offsets(t: torch.Tensor) -> tuple:
+    """[first byte, last byte + 1) of the memory a tensor's elements occupy, relative to its data pointer: fixed by
+    its shape, strides and dtype."""
+    start = t.element_size() * sum(min(0, st) * (n - 1) for st, n in zip(t.stride(), t.shape))
+    end = t.element_size() * (1 + sum(max(0, st) * (n - 1) for st, n in zip(t.stride(), t.shape)))
+    return start, end
+
+
 def _span(t: torch.Tensor) -> tuple:
     """[first byte, last byte + 1) of the memory a tensor's elements occupy."""
-    start = t.data_ptr() + t.element_size() * sum(min(0, st) * (n - 1) for st, n in zip(t.stride(), t.shape))
-    end = t.data_ptr() + t.element_size() * (1 + sum(max(0, st) * (n - 1) for st, n in zip(t.stride(), t.shape)))
-    return start, end
+    start, end = span_offsets(t)
+    return t.data_ptr() + start, t.data_ptr() + end
+
+
+class AliasCheck:
+    """check_no_alias for tensors of one layout (shapes, strides, dtypes), from their pointers alone: what a cached
+    call checks. `check(q, k, v, out)` raises exactly where check_no_alias raises (it calls it to say why)."""
+
+    __slots__ = ("spans", "out_like_q")
+
+    def __init__(self, q, k, v, out):
+        self.spans = tuple(span_offsets(t) for t in (q, k, v, out))
+        self.out_like_q = out.stride() == q.stride() and out.shape == q.shape
+
+    def check(self, q, k, v, out) -> None:
+        (q0, q1), (k0, k1), (v0, v1), (o0, o1) = self.spans
+        qp, kp, vp, op = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
+        lo, hi = op + o0, op + o1
+        if (kp + k0 < hi and lo < kp + k1) or (vp + v0 < hi and lo < vp + v1) or (
+                qp + q0 < hi and lo < qp + q1 and not (qp == op and self.out_like_q)):
+            check_no_alias(q, k, v, out)
 
 
 def check_no_alias(q, k, v, out) -> None:

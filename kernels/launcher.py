@@ -13,8 +13,9 @@ from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from . import inputs
+from .defaults import default_stage
 from .flash_fwd import _attn_fwd
-from .stages import (FINAL, ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switches, default_tile, frozen_switches,
+from .stages import (ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switches, default_tile, frozen_switches,
                      get_stage, head_group_size, is_gluon, register_cap, variant_name, GLUON_STAGES, TRITON_SWITCHES)
 
 LOG2E = math.log2(math.e)
@@ -86,21 +87,21 @@ class Launch:
                 **({"maxnreg": cap} if cap else {})}
 
 
-def _stage_or_switches(stage: str | None, switches: Iterable[str] | None) -> tuple:
-    """(label, switches) for a stage name or an explicit switch subset."""
+def _stage_or_switches(stage: str | None, switches: Iterable[str] | None, device=None) -> tuple:
+    """(label, switches) for a stage name or an explicit switch subset (neither: the device's default stage)."""
     if switches is not None:
         if stage is not None:
             raise ValueError(f"give a stage or switches, not both (stage={stage!r}, switches={sorted(switches)})")
         switches = check_switches(switches)
         return variant_name(switches), switches
-    st = get_stage(FINAL if stage is None else stage)
+    st = get_stage(default_stage(device) if stage is None else stage)
     return st.name, st.switches
 
 
 def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scale=None, **tile) -> Launch:
     """Check everything and return the launch; raises with the problem and the fix on any bad input."""
-    label, switches = _stage_or_switches(stage, switches)
     B, H, H_kv, N, D = inputs.check_qkv(q, k, v)
+    label, switches = _stage_or_switches(stage, switches, q.device)
     inputs.check_out(out, q)
     inputs.check_grad(q, k, v)
     inputs.check_offsets(q=q, k=k, v=v, out=out)
@@ -286,6 +287,7 @@ class _Plan:
     host_desc: bool = False      # the tensors go to the kernel as TMA descriptors made on the host
     switches: frozenset = frozenset()   # for the compile options they imply (a register cap)
     direct: tuple | None = None
+    alias: inputs.AliasCheck | None = None   # for a call given its output: check_no_alias from the pointers
 
     @property
     def gluon(self) -> bool:
@@ -444,14 +446,33 @@ def _launch_jit(plan: _Plan, q, k, v, out) -> None:
         plan.direct = _direct_launcher(kernel, tuple(kwargs.values())[:len(TENSOR_ARGS)])
 
 
+def launch_direct(plan: _Plan, q, k, v, out) -> None:
+    """The cached launch: Triton's generated C launcher, called directly (see _launch_jit), on tensors whose call
+    signature is the plan's (`attention` makes sure of it)."""
+    launch, function, packed, coop, pdl, scratch, descs = plan.direct
+    g0, g1 = plan.grid if len(plan.grid) == 2 else (plan.grid[0], 1)
+    # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would.
+    scratch = torch.empty(g0 * g1 * scratch, dtype=torch.uint8, device=q.device) if scratch else None
+    if descs is None:
+        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
+               None, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
+    else:
+        dq, dk, dv, do = descs
+        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
+               None, *dq.args(q.data_ptr()), *dk.args(k.data_ptr()), *dv.args(v.data_ptr()),
+               *do.args(out.data_ptr()), *plan.rest)
+
+
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str | None = None,
               sm_scale: float | None = None, switches: Iterable[str] | None = None,
               out: torch.Tensor | None = None, **tile) -> torch.Tensor:
-    """softmax(q k^T * sm_scale [+ causal mask]) v, by one stage of the article's kernel.
+    """softmax(q k^T * sm_scale [+ causal mask]) v, by one stage of the kernel.
 
     q: (B, H, N, D); k, v: (B, H_kv, N, D), H a multiple of H_kv (query head h reads K/V head h // (H // H_kv)).
-    stage: a name of kernels.STAGES (default kernels.FINAL, the article's last); or switches: any subset of the
-    switches (kernels.stages.ALL_SWITCHES) instead (not both). tile: block_m, block_n, num_warps, num_stages
+    stage: a name of kernels.STAGES; by default the fastest stage verified on the device's architecture
+    (kernels.defaults: on an sm_90 GPU the leading stage of the committed H200 runs, the one listed in
+    kernels/default_stages.csv; on any other device the article's last stage, kernels.FINAL). Or switches: any
+    subset of the switches (kernels.stages.ALL_SWITCHES) instead (not both). tile: block_m, block_n, num_warps, num_stages
     override the variant's own tile (kernels.stages.default_tile: the article's 32x32 with 4 warps, or the one its
     switches choose). out: an optional tensor like q to write into (q itself is allowed; memory shared with k or v
     is refused). No backward pass: inputs that require grad are refused while grad mode is on.
@@ -474,26 +495,15 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         plan = _PLANS.get(key)
     except Exception:  # a non-tensor, an unhashable option: the full path names the problem
         key = plan = None
+    out_given = out
     if out is None:
         if plan is None:
             inputs.check_qkv(q, k, v)       # a bad q gets its own error here, not one of empty_like's
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
     elif plan is not None:
-        inputs.check_no_alias(q, k, v, out)            # pointers change from call to call: checked every time
+        plan.alias.check(q, k, v, out)                 # pointers change from call to call: checked every time
     if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
-        # The cached launch: Triton's generated launcher, called directly (see _launch_jit).
-        launch, function, packed, coop, pdl, scratch, descs = plan.direct
-        g0, g1 = (*plan.grid, 1)[:2]
-        # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would.
-        scratch = torch.empty(g0 * g1 * scratch, dtype=torch.uint8, device=q.device) if scratch else None
-        if descs is None:
-            launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
-                   None, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
-        else:
-            dq, dk, dv, do = descs
-            launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
-                   None, *dq.args(q.data_ptr()), *dk.args(k.data_ptr()), *dv.args(v.data_ptr()),
-                   *do.args(out.data_ptr()), *plan.rest)
+        launch_direct(plan, q, k, v, out)
         return out
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
@@ -502,7 +512,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         inputs.check_no_alias(q, k, v, out)
         names = launch.kernel.arg_names
         plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in names[len(TENSOR_ARGS):]),
-                     host_desc=not isinstance(launch.kwargs[names[0]], torch.Tensor), switches=launch.switches)
+                     host_desc=not isinstance(launch.kwargs[names[0]], torch.Tensor), switches=launch.switches,
+                     alias=None if out_given is None else inputs.AliasCheck(q, k, v, out))
         if key is not None:
             if len(_PLANS) >= CACHE_SIZE:
                 _PLANS.clear()

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from .stages import FINAL, get_stage
+from .defaults import default_stage
+from .stages import get_stage
 
 NAME = "fa2_stages::attention"
 
@@ -42,7 +43,10 @@ def _(q, k, v, causal, stage, sm_scale):
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
-def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str = FINAL,
-                 sm_scale: float | None = None) -> torch.Tensor:
-    """softmax(q k^T * sm_scale [+ causal mask]) v by one stage, through the registered operator (see the module)."""
+def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True,
+                 stage: str | None = None, sm_scale: float | None = None) -> torch.Tensor:
+    """softmax(q k^T * sm_scale [+ causal mask]) v by one stage, through the registered operator (see the module);
+    stage None: the device's default stage (kernels.defaults), resolved here, so that a graph holds a named stage."""
+    if stage is None:
+        stage = default_stage(q.device)
     return torch.ops.fa2_stages.attention(q, k, v, causal, stage, sm_scale)

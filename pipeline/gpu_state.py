@@ -1,5 +1,5 @@
 """The GPU's state around a timed measurement, read through NVML (nvidia-ml-py, `import pynvml`): SM clock, power,
-temperature, clock event (throttle) reasons and the energy counter.
+temperature, clock event (throttle) reasons, and the energy of a window.
 
 Why: at long sequences the H200 sits at its power limit and lowers its SM clock (reason 0x4, software power cap),
 so that one kernel's time moves with the GPU's state. nvidia-smi snapshots between repeats see an idle GPU; this
@@ -10,8 +10,9 @@ energy and whether the power cap was engaged.
   index; index 0 when unset). `read()` is one full reading (sm_mhz, power_w, temp_c, throttle, energy_mj, uuid,
   power_limit_w); `read_fast()` the three that change within milliseconds (sm_mhz, power_w, throttle).
 - `Sampler`: a context manager around a measurement: a full reading before and after (the GPU synchronized first,
-  so that the energy counter's delta covers exactly the GPU work inside), and a background thread taking
-  `read_fast()` every interval_ms in between.
+  so that the window covers exactly the GPU work inside), and a background thread taking `read_fast()` every
+  interval_ms in between. A window's energy is its readings' mean power times its wall time (`window_energy_mj`):
+  NVML's energy counter moves only every 100 ms on an H200, too coarse for a timed window.
 - The arithmetic is separate from the reading, so that the tests check it with fake readings
   (tests/test_gpu_state.py): `summarize` (clock median and extremes, mean power, the OR of the masks, the power-cap
   flag), `energy_per_call_mj`, `state_row` (the columns a timed row gets, STATE_COLUMNS).
@@ -100,6 +101,15 @@ def energy_delta_mj(before: dict, after: dict) -> float:
     return delta
 
 
+def window_energy_mj(readings: Sequence[dict], seconds: float) -> float:
+    """The energy of a window (mJ): its readings' mean power times its wall time. Not NVML's energy counter: on an
+    H200 that counter moves every 100 ms, in steps of 60-70 J (data/nvidia-h200/probes/gpu-state), which a timed
+    window of 30-100 ms cannot resolve; the instant power is read every few milliseconds."""
+    if seconds <= 0:
+        raise ValueError(f"a window's wall time must be > 0, got {seconds}")
+    return summarize(readings)["power_w"] * seconds * 1e3
+
+
 def energy_per_call_mj(window_mj: float, flush_mj: float, calls: int) -> float:
     """Energy of one call (mJ): the timed window's energy (calls samples, each a flush and a call) less the energy
     of one flush alone (flush_mj) for each sample, over the number of calls. Not clipped: a negative value says the
@@ -114,14 +124,14 @@ def state_row(window: "Sampler", flushes: "Sampler", calls: int, n_flushes: int)
     call), `flushes` n_flushes flushes alone, right after. The clock, power and masks are the window's (flushes
     included); temp_c is the higher of the window's two full readings; flush_energy_mj is the energy of one flush
     alone (the flushes' window over n_flushes), energy_mj that of one call with one flush's taken off
-    (energy_per_call_mj)."""
+    (energy_per_call_mj); each window's energy is its mean power times its wall time (window_energy_mj)."""
     if window.before["uuid"] != window.after["uuid"]:
         raise GpuStateError(f"the window's readings come from two GPUs: {window.before['uuid']}, "
                             f"{window.after['uuid']}")
     if n_flushes < 1:
         raise ValueError(f"n_flushes must be >= 1, got {n_flushes}")
-    window_mj = energy_delta_mj(window.before, window.after)
-    flush_mj = energy_delta_mj(flushes.before, flushes.after) / n_flushes
+    window_mj = window_energy_mj(window.readings, window.seconds)
+    flush_mj = window_energy_mj(flushes.readings, flushes.seconds) / n_flushes
     return {"gpu_uuid": window.before["uuid"], **summarize(window.readings),
             "power_limit_w": window.before["power_limit_w"],
             "temp_c": max(window.before["temp_c"], window.after["temp_c"]),

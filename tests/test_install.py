@@ -28,7 +28,7 @@ def locked() -> dict:
 def declared() -> list:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"])
-    for extra in ("test", "workflow"):
+    for extra in ("test", "workflow", "hf"):
         reqs += project["optional-dependencies"][extra]
     return [Requirement(r) for r in reqs]
 
@@ -63,7 +63,7 @@ def torch_asks_for_triton(meta: dict) -> str | None:
 
 @pytest.mark.parametrize("what", ["declared", "lock"])
 def test_resolves_on_the_public_index_with_torch_and_triton_agreeing(what):
-    got = resolve(".[test,workflow]") if what == "declared" else resolve("-r", str(LOCK))
+    got = resolve(".[test,workflow,hf]") if what == "declared" else resolve("-r", str(LOCK))
     torch, triton = got["torch"], got["triton"]
     wants = torch_asks_for_triton(torch)
     assert wants is not None and Requirement(f"triton{wants}").specifier.contains(triton["version"]), \

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kernels import attention, reference_attention
@@ -279,3 +279,30 @@ def test_filled_descriptors_are_reused_per_address_and_bounded(fake_fill, monkey
     for ptr in range(16, 16 * 20, 16):
         assert d.args(ptr)[0][1] == ptr
     assert len(d.cache) <= 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 160), min_size=4, max_size=4), st.booleans())
+@example([0, 100, 140, 0], False)      # out = q itself: allowed
+@example([0, 100, 140, 0], True)       # out over q's memory in another layout: refused
+@example([0, 64, 96, 32], False)       # out over the second half of q and k: refused
+def test_the_cached_alias_check_refuses_exactly_what_the_full_one_does(offsets, transposed_out):
+    """A cached call given its output checks aliasing from the pointers alone (inputs.AliasCheck, the layout fixed
+    by the signature); for q, k, v and out carved out of one buffer at any offsets, it raises exactly when
+    check_no_alias does."""
+    from kernels import inputs
+    buf = torch.zeros(400, dtype=torch.float16)
+    q_shape, kv_shape = (1, 2, 4, 8), (1, 1, 4, 8)
+    out_stride = (64, 8, 1, 4) if transposed_out else (64, 32, 8, 1)
+    q, k, v = (buf.as_strided(s, (64, 32, 8, 1), off) for s, off in
+               ((q_shape, offsets[0]), (kv_shape, offsets[1]), (kv_shape, offsets[2])))
+    out = buf.as_strided(q_shape, out_stride, offsets[3])
+
+    def raises(check):
+        try:
+            check(q, k, v, out)
+        except ValueError:
+            return True
+        return False
+
+    assert raises(inputs.AliasCheck(q, k, v, out).check) == raises(inputs.check_no_alias)

@@ -1,16 +1,17 @@
 """The PyTorch operator on a GPU (run on the GPU machine with TRITON_INTERPRET=0; skipped elsewhere, saying why):
 a model around it compiled with torch.compile(fullgraph=True) gives the eager output, and a CUDA graph captured of it
-replays to the eager output, for the article's last stage and our leading one (host-made TMA descriptors)."""
+replays to the eager output, for the article's last stage, our leading Triton one (host-made TMA descriptors) and
+every Gluon stage."""
 import os
 
 import pytest
 import torch
 
-from kernels.stages import FINAL
+from kernels.stages import FINAL, GLUON_STAGES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1",
                                 reason="needs a CUDA GPU and TRITON_INTERPRET=0: run on the GPU machine")
-STAGES = [FINAL, "v13"]
+STAGES = [FINAL, "v13", *GLUON_STAGES]
 
 
 def model(stage):

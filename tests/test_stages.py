@@ -41,11 +41,12 @@ def test_article_tile_is_the_default_until_the_hopper_tile():
 
 
 def test_our_stages_ablate_from_our_last():
-    """The leave-one-out of our last stage over its own kernel's switches: a Gluon stage's are the Gluon switches
-    (its schedule's Triton switches are one fixed schedule in that kernel), a Triton stage's all it has."""
+    """The leave-one-out of our last stage over its own kernel's switches: a Gluon stage's are the Gluon kernel's
+    feature switches (its schedule's Triton switches are one fixed schedule in that kernel, and without `gluon` it
+    would be a Triton stage), a Triton stage's all it has."""
     from kernels.stages import GLUON, LAST, TRITON_STAGES, is_gluon, named_variants
     loo = leave_one_out(LAST)
-    own = set(GLUON) if is_gluon(STAGES[LAST].switches) else set(STAGES[LAST].switches)
+    own = set(GLUON) - {"gluon"} if is_gluon(STAGES[LAST].switches) else set(STAGES[LAST].switches)
     assert set(loo) == {f"{LAST}-{s}" for s in STAGES[LAST].switches & own}
     assert set(leave_one_out(TRITON_STAGES[-1])) == {f"{TRITON_STAGES[-1]}-{s}" for s in STAGES[TRITON_STAGES[-1]].switches}
     for name, sw in loo.items():
@@ -196,3 +197,18 @@ def verified_gluon_stages() -> set:
             if (rows.status == "ok").any() and not (rows.status == "WRONG").any():
                 verified.add(stage)
     return verified
+
+
+def test_the_default_stage_is_the_verified_leader_on_its_architecture_and_the_articles_elsewhere(monkeypatch):
+    import torch
+
+    from kernels import defaults
+    from kernels.stages import FINAL
+    table = defaults.default_stages()
+    assert table and all(s in STAGES for s in table.values())
+    assert defaults.default_stage(torch.device("cpu")) == FINAL and defaults.default_stage(None) == FINAL
+    for (major, minor), expected in (((9, 0), table[90]), ((8, 0), FINAL), ((12, 0), FINAL)):
+        defaults._for_cuda.cache_clear()
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index, m=major, n=minor: (m, n))
+        assert defaults.default_stage(torch.device("cuda", 0)) == expected
+    defaults._for_cuda.cache_clear()

@@ -72,7 +72,8 @@ rule tables:
 # results/paper/values/<subject>.tex), each from the files named here: a macro whose name is written where it is made,
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
-PROBE_GLUON = f"{DATA}/probes/gluon-v19"
+PROBE_GLUON = f"{DATA}/probes/gluon-v20"    # the newest GPU verification of the Gluon kernel's current source
+PROBE_HOST = f"{DATA}/probes/host-cost"
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -98,9 +99,13 @@ VALUES = {
                  build=rules.aggregate.output.build, ncu=rules.aggregate.output.ncu),
     "large_n": dict(large_n_table=rules.aggregate.output.large_n_table, large_n=rules.aggregate.output.large_n),
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
-    "gluon": dict(seal_file=f"{PROBE_GLUON}/SHA256SUMS", correctness=f"{PROBE_GLUON}/correctness.csv"),
+    "gluon": dict(seal_file=f"{PROBE_GLUON}/SHA256SUMS", correctness=f"{PROBE_GLUON}/correctness.csv",
+                  racecheck=f"{PROBE_GLUON}/sanitizer_racecheck.log", synccheck=f"{PROBE_GLUON}/sanitizer_synccheck.log",
+                  memcheck=f"{PROBE_GLUON}/sanitizer_memcheck.log"),
+    "hostcost": dict(seal_file=f"{PROBE_HOST}/SHA256SUMS", host_cost=f"{PROBE_HOST}/host_cost.csv",
+                     env=f"{PROBE_HOST}/env.json"),
 }
-PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON}
+PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST}
 
 
 rule values:

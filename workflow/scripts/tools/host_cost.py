@@ -56,12 +56,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", type=Path, required=True, help="the plan whose bench settings time the host loops")
     ap.add_argument("--stages", nargs="+", default=list(STAGES), choices=list(STAGES))
+    ap.add_argument("--loops", type=int, help="host loops per measurement (default: the plan's host_loops)")
     ap.add_argument("--N", type=int, default=HEADLINE.N)
     ap.add_argument("--dtype", default=HEADLINE.dtype, choices=["float16", "bfloat16"])
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     bench = plan.load_config(a.config)["bench"]
-    calls, loops = bench["host_max_calls"], bench["host_loops"]
+    calls, loops = bench["host_max_calls"], a.loops or bench["host_loops"]
     shape = Shape(**{**HEADLINE.as_dict(), "N": a.N, "dtype": a.dtype})
     g = torch.Generator(device="cuda").manual_seed(0)
     q, k, v = shape.tensors(device="cuda", generator=g)
@@ -92,6 +93,20 @@ def main(argv=None) -> int:
                 same = all(torch.equal(o, r) for o, r in zip(outs[path], outs["triton"]))
                 us = host_time_us(lambda: attention(q, k, v, causal=shape.causal, stage=stage), calls, loops)
                 row(stage, path, direct, descs, same, us)
+                if path == "cache" and direct:      # where the cached call's time goes
+                    out = torch.empty_like(q)
+                    row(stage, "launch_only", direct, descs, None,
+                        host_time_us(lambda: launcher.launch_direct(plan_, q, k, v, out), calls, loops),
+                        "launcher.launch_direct into a preallocated output: Triton's C launcher and the driver")
+                    row(stage, "signature_only", direct, descs, None,
+                        host_time_us(lambda: launcher.signature(q, k, v, None, shape.causal, stage, None, None, {}),
+                                     calls, loops), "launcher.signature: the cache key")
+                    row(stage, "out_only", direct, descs, None,
+                        host_time_us(lambda: torch.empty_like(q, memory_format=torch.contiguous_format), calls,
+                                     loops), "torch.empty_like: the output's allocation")
+                    row(stage, "cache_out_given", direct, descs, None,
+                        host_time_us(lambda: attention(q, k, v, causal=shape.causal, stage=stage, out=out), calls,
+                                     loops), "attention(..., out=a preallocated output)")
         _set_path("cache", launcher, real_direct, default_size)
         for name, backends in (("sdpa", None), ("cudnn", [SDPBackend.CUDNN_ATTENTION])):
             group = q.shape[1] // k.shape[1]

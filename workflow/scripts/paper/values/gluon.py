@@ -1,25 +1,64 @@
-"""The paper's numbers on the Gluon stages before the pipeline measures them: the first GPU check of v19 (data/<gpu>/
-probes/gluon-v19, sealed: the GPU correctness grid of the stage at the commit its env.json records)."""
+"""The paper's numbers on the Gluon stages before the pipeline measures them: the newest GPU check of the Gluon
+kernel's current source (data/<gpu>/probes/gluon-v20, sealed: the GPU correctness grid of every Gluon stage at the
+commit its env.json records, and compute-sanitizer's racecheck, synccheck and memcheck on small calls of each)."""
+import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from kernels.stages import GLUON_STAGES
+from kernels.stages import GLUON, GLUON_STAGES, STAGES
 
 from pipeline import seal
-from pipeline.latex import Values
+from pipeline.latex import Values, listing
+
+def sanitizer_errors(log: Path) -> int:
+    """The error count of a compute-sanitizer log: its ERROR SUMMARY, or racecheck's RACECHECK SUMMARY."""
+    text = Path(log).read_text()
+    m = re.search(r"(?:ERROR|RACECHECK) SUMMARY: (\d+) (?:errors|hazards)", text)
+    if m is None or "ran" not in text.split():
+        raise ValueError(f"{log}: no sanitizer summary after a completed run")
+    return int(m.group(1))
 
 
-def values(seal_file: Path, correctness: Path) -> Values:
+def counts(c: pd.DataFrame, stage: str) -> dict | None:
+    """ok, WRONG and refused cases of a stage in the grid (None: the stage is not in it)."""
+    s = c[c.variant == stage]
+    if s.empty:
+        return None
+    return {status: int((s.status == status).sum()) for status in ("ok", "WRONG", "refused")}
+
+
+def added_switch(i: int) -> str:
+    """The Gluon switch that the i-th Gluon stage adds (the first: the kernel itself, `gluon`)."""
+    before = STAGES[GLUON_STAGES[i - 1]].switches if i else frozenset()
+    return sorted((STAGES[GLUON_STAGES[i]].switches - before) & GLUON.keys())[0].replace("_", r"\_")
+
+
+def values(seal_file: Path, correctness: Path, racecheck: Path, synccheck: Path, memcheck: Path) -> Values:
     seal.verify(Path(seal_file).parent)
     v = Values("gluon")
     c = pd.read_csv(correctness)
-    c = c[c.variant == GLUON_STAGES[0]]
-    v.macro("GluonFirst", GLUON_STAGES[0])
-    v.macro("GluonChecksOk", int((c.status == "ok").sum()))
-    v.macro("GluonChecksWrong", int((c.status == "WRONG").sum()))
-    v.macro("GluonChecksRefused", int((c.status == "refused").sum()))
+    first, second = GLUON_STAGES[0], GLUON_STAGES[1]
+    n1, n2 = counts(c, first), counts(c, second)
+    if n1 is None or n2 is None:
+        raise ValueError(f"{correctness} lacks {first} or {second}: the text describes both")
+    v.macro("GluonFirst", first)
+    v.macro("GluonFirstOk", n1["ok"])
+    v.macro("GluonFirstWrong", n1["WRONG"])
+    v.macro("GluonSecond", second)
+    v.macro("GluonSecondOk", n2["ok"])
+    v.macro("GluonSecondWrong", n2["WRONG"])
+    v.macro("GluonSecondRefused", n2["refused"])
+    v.macro("GluonSecondSwitch", added_switch(1))
+    later = [(s, counts(c, s)) for s in GLUON_STAGES[2:]]
+    checked = [f"{s} right in {n['ok']} cases and wrong in {n['WRONG']}" for s, n in later if n is not None]
+    v.macro("GluonLaterChecks", listing(checked) if checked else "none checked")
+    unverified = [s for s, n in later if n is None]   # registered since the grid was committed
+    v.macro("GluonUnverified", listing(unverified) if unverified else "none")
+    v.macro("GluonRacecheckHazards", sanitizer_errors(racecheck))
+    v.macro("GluonSynccheckErrors", sanitizer_errors(synccheck))
+    v.macro("GluonMemcheckErrors", sanitizer_errors(memcheck))
     return v
 
 
