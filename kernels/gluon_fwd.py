@@ -8,7 +8,8 @@ the language change alone. Triton decides the layouts, the shared buffers, the s
 the kernel; Gluon leaves every one of them to the program, which says what the hardware does and in which order.
 There is no warp specialization: one warpgroup (4 warps, 128 threads) does everything, as in v13 (stage v19).
 The constexpr PRODUCER_WARP (stage v20, off by default) adds FlashAttention-3's first feature, a TMA producer warp
-with register reallocation: see "A TMA producer warp" below.
+with register reallocation: see "A TMA producer warp" below. TWO_CONSUMERS (on top of PRODUCER_WARP, off by default)
+adds its second, two consumer warpgroups sharing one K/V ring: see "Two consumer warpgroups".
 
 The algorithm
 -------------
@@ -116,6 +117,42 @@ passes the tile's maxnreg (``launch_options``); num_warps stays 4, the default p
 
 Without PRODUCER_WARP none of this is compiled: the kernel is v19's, instruction for instruction.
 
+Two consumer warpgroups (TWO_CONSUMERS, on PRODUCER_WARP)
+---------------------------------------------------------
+
+FlashAttention-3's pairing: a program owns a 128-row Q tile (BLOCK_M = 128) and two consumer warpgroups share it, 64
+rows each, behind one producer warp that loads each K and V block once for both. The kernel forks into three
+partitions (``_consumer_pair``): consumer 0, the default partition (warps 0-3); consumer 1, a 4-warp worker; the
+producer warp, a 1-warp worker, which Triton pads with three idle warps into a warpgroup: 12 warps, 384 threads.
+
+- Each consumer is v20's consumer (``_consumer``, ``_attn_step``: the same steps, products, softmax and releases)
+  of a 64-row program whose query block is m_c = 2 start_m + c: its rows, its causal diagonal, its loop bounds
+  [0, n_free_c) unmasked and [n_free_c, n_total_c) masked, and its O store (64 rows, from its own half of Q's buffer,
+  through a 64-row o_desc) are those of that block. Q arrives as two 64-row TMA copies on one barrier, issued before
+  the fork. With a causal mask consumer 1 has the program's key range and consumer 0 the same or one 64-row block
+  less (the block wholly after its rows, which it skips); without one both have the program's.
+- The ring: NUM_STAGES K and V buffers as in v20, their "empty" barriers now counting 2: the producer refills a
+  buffer once both consumers have released it (one arrive each, after each consumer's own 128-thread CTA barrier).
+  ``_consumer_pair`` gives the parities and why the two consumers' arrives never fall into the wrong phase.
+- The grid: (B*H, cdiv(N, 128)), query blocks reversed as before: half as many programs along axis 1 as with
+  64-row tiles, each with two 64-row consumers, consumer 1 the heavier under a causal mask.
+- Registers: none are reallocated; every warp has the 168 registers that 384 threads can have (ptxas takes 154 at
+  D = 128), one program per SM. setmaxnreg would give the producer's warpgroup 24 and each consumer 240 (maxnreg
+  168), but Triton's warp-specialization lowering (3.6) then holds the worker warps at 120 registers in the loop that
+  dispatches them to their partitions, and ptxas, for the warpgroup MMAs of a worker partition inside that loop,
+  goes by those 120 rather than the partition's 240: it serializes every warpgroup MMA of the kernel (``Potential
+  Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources``, a wait
+  after each HGMMA, in both consumers), with 128x64 and 128x128 tiles alike. (In the PTX edited by hand, the
+  serialization goes when that loop's count is raised to 144, or when no setmaxnreg is left in the loop but the
+  consumer's own.) Without reallocation ptxas keeps the MMAs
+  asynchronous, and the tiles must fit 168 registers: 64-row K/V blocks (a 64x64 tile per consumer, 112 registers of
+  tiles, P V in flight as in v20's 64x64); a 64x128 tile per consumer spills at D = 64 and is serialized at D = 128.
+  (One 8-warp consumer partition, the default, would keep setmaxnreg's 240 since no MMA is then in a worker, but
+  Gluon's CTA barrier before each release and wait would then be a 256-thread one, stepping both warpgroups in lock.)
+- Each consumer pays, per step, v20's CTA barriers (128 threads, its own barrier id) before its waits and arrives;
+  the two consumers never wait for each other except through the ring (the producer refills a buffer when the slower
+  one has released it), so one's softmax can run while the other's products do.
+
 The code
 --------
 
@@ -123,11 +160,12 @@ The code
 loads, and calls ``_consumer``, which runs the unmasked then the masked steps (``_attn_step``, which issues the
 look-ahead loads with ``_issue_load``) and stores O. The step counter j runs on from the first loop into the second,
 so the ring and its barrier phases are shared by both. Gluon inlines every ``@gluon.jit`` helper. With
-PRODUCER_WARP, ``_consumer`` is the default partition and ``_kv_producer`` the worker.
+PRODUCER_WARP, ``_consumer`` is the default partition and ``_kv_producer`` the worker; with TWO_CONSUMERS
+``_consumer_pair`` forks into ``_consumer`` twice (the default partition and a worker) and ``_kv_producer``.
 
 The host side: ``descriptors`` makes the four TMA descriptors with the shared layouts the kernel expects, ``grid``
 the launch grid, ``kernel_args`` every parameter of a call, ``launch_options`` its options (num_warps, and with
-PRODUCER_WARP maxnreg); ``compile_for`` compiles the kernel for sm_90 without a GPU, specialized as the JIT would
+PRODUCER_WARP alone maxnreg); ``two_consumers_tile`` the tile TWO_CONSUMERS runs at; ``compile_for compiles the kernel for sm_90 without a GPU, specialized as the JIT would
 specialize it, for the build step to read its machine code; ``forward`` launches it (for a first check on the GPU;
 the project's launcher checks the inputs).
 """
@@ -160,6 +198,17 @@ PRODUCER_WARP_NUM_REGS = 24
 PRODUCER_WARP_MAXNREG = 128
 PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
+# TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
+# consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
+# docstring for why not 128-row K/V blocks, and two_consumers_tile for the choice).
+TWO_CONSUMERS_TILES = ((128, 64, 2), (128, 64, 3))
+# Its registers: none are reallocated. Three warpgroups (consumer 0, the default partition; consumer 1; the producer
+# warp and its three idle warps), 12 warps, 384 threads, each with what ptxas may give 384 threads: 65536 / 384
+# rounded down to 8 = 168 (one program per SM). The workers ask for 256 registers each, more than three warpgroups of
+# 168 can give (256 + 256 > 3 x 168): Triton's register allocation (the AllocateWarpGroups pass) then finds no budget
+# and emits no setmaxnreg, and without a maxnreg at launch neither does its warp-specialization lowering.
+TWO_CONSUMERS_REGISTERS = 168
+_NO_REALLOCATION = gl.constexpr(256)
 
 
 @gluon.jit
@@ -319,9 +368,68 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
 
 
 @gluon.jit
+def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total,
+                   off_b, off_h, kv_h, start_m, N, qk_scale,
+                   IS_CAUSAL: gl.constexpr, CONSUMER_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                   NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, s_layout: gl.constexpr,
+                   o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr):
+    """TWO_CONSUMERS: the fork into three partitions, the two consumer warpgroups and the producer warp.
+
+    Consumer c (0: the default partition, 1: a 4-warp worker) is ``_consumer`` of a 64-row program whose query block
+    is m_c = 2 start_m + c: rows [m_c * 64, m_c * 64 + 64) of the program's 128, on its own half of Q's buffer, with
+    the loop bounds such a program has (below); its offs_m, so its causal mask, and its O store follow from m_c.
+    The producer loads the program's key blocks [0, n_total) once for both.
+
+    The loop bounds. Causal: consumer c's rows see keys [0, min(N, (m_c + 1) * 64)), n_total_c blocks of them;
+    the n_free_c = m_c * 64 // BLOCK_N blocks wholly below its first row need no mask, and the rest, its diagonal
+    (each consumer has its own), do. Consumer 1's range is the program's (n_total_1 = n_total); consumer 0's is
+    n_total or, where its rows end before the keys do, one block shorter (with 64-row blocks: block 2 start_m + 1,
+    wholly after its rows, which it skips rather than masks). Without a causal mask both consumers have the
+    program's bounds (N // BLOCK_N, n_total). n_free_c <= n_total_c always (the program has a row below N, so
+    n_total_c >= cdiv(start_m * 128 + 1, BLOCK_N) >= n_free_c). A consumer whose rows are all past N (consumer 1 of
+    the last program when N % 128 is in [1, 64]) runs the program's bounds like the others; its scores are finite
+    (keys past N read as zeros) and its O store writes nothing.
+
+    The ring. Each "empty" barrier counts 2: one arrive per consumer, after that consumer's own CTA barrier (the 128
+    threads of its warpgroup) and its wait for the product that read the buffer, as in v20 (``_attn_step``). The
+    producer waits for block j's buffer with parity ((j // NUM_STAGES) & 1) ^ 1, i.e. for the phase that both
+    releases of block j - NUM_STAGES complete. The two consumers' arrives never fall into the wrong phase: a
+    consumer releases block j + NUM_STAGES only after it has used it, so after the producer loaded it, so after the
+    phase of block j had completed with both consumers' releases. A consumer's wait on a "ready" barrier cannot see
+    a later phase either: block j + NUM_STAGES is loaded into the buffer only after both consumers released block
+    j. Releases that no load waits for are left out: a load of block j waits for the release of block
+    j - NUM_STAGES only, so none waits for the last NUM_STAGES blocks'. Neither consumer releases its last block's V
+    buffer (P V in flight: it would be released in the step after), and consumer 0, when it skips the last block,
+    releases neither of that block's buffers, and its own last block's V buffer is then the program's block
+    n_total - 2: both within the last two blocks, hence NUM_STAGES >= 2.
+    """
+    m0 = 2 * start_m            # the consumers' 64-row query blocks
+    m1 = m0 + 1
+    if IS_CAUSAL:
+        n_free0 = (m0 * CONSUMER_M) // BLOCK_N
+        n_total0 = gl.cdiv(gl.minimum(N, (m0 + 1) * CONSUMER_M), BLOCK_N)
+        n_free1 = (m1 * CONSUMER_M) // BLOCK_N
+    else:
+        n_free0 = N // BLOCK_N
+        n_total0 = n_total
+        n_free1 = n_free0
+    gl.warp_specialize([
+        (_consumer, (q_smem.index(0), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                     v_empty, n_free0, n_total0, off_b, off_h, kv_h, m0, N, qk_scale, IS_CAUSAL, CONSUMER_M,
+                     BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout)),
+        (_consumer, (q_smem.index(1), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                     v_empty, n_free1, n_total, off_b, off_h, kv_h, m1, N, qk_scale, IS_CAUSAL, CONSUMER_M,
+                     BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout)),
+        (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b, kv_h,
+                        BLOCK_N, NUM_STAGES)),
+    ], [4, 1], [_NO_REALLOCATION, _NO_REALLOCATION])
+
+
+@gluon.jit
 def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False):
+                    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False,
+                    TWO_CONSUMERS: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -330,6 +438,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     Launched on exactly ``grid(B, H, N, BLOCK_M)`` with 4 warps: the query block is read from the grid's size.
     PRODUCER_WARP: a warp-specialized kernel with a TMA producer warp (see the module's docstring); launched with
     ``launch_options(BLOCK_M, BLOCK_N, HEAD_DIM, True)``: num_warps=4 and the tile's maxnreg.
+    TWO_CONSUMERS (with PRODUCER_WARP, BLOCK_M = 128): two consumer warpgroups of 64 rows each; q_desc's and o_desc's
+    block is [1, 1, 64, HEAD_DIM] (``descriptors(..., two_consumers=True)``); launched on ``grid(B, H, N, 128)``
+    with ``launch_options(128, BLOCK_N, HEAD_DIM, True, True)``: num_warps=4 and no maxnreg.
     """
     dtype: gl.constexpr = q_desc.dtype
 
@@ -354,11 +465,24 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # product is issued. Chosen when the three tiles (acc, S in float32, P in 16 bits) take at most 192 of a
     # thread's 255 registers: 64x64 and 64x128 tiles at D = 128, and 128x64 at D = 64; a 128x64 tile at D = 128
     # (224) waits for its P V product within the step, as it would spill otherwise.
-    PV_IN_FLIGHT: gl.constexpr = BLOCK_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
+    # TWO_CONSUMERS: each consumer warpgroup holds CONSUMER_M = BLOCK_M // 2 of the program's rows, and the rule is
+    # its tiles'.
+    CONSUMER_M: gl.constexpr = BLOCK_M // 2 if TWO_CONSUMERS else BLOCK_M
+    PV_IN_FLIGHT: gl.constexpr = CONSUMER_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
 
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
-    q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
+    if TWO_CONSUMERS:
+        # One Q (then O) buffer per consumer, its CONSUMER_M rows: q_desc's and o_desc's block is [1, 1, CONSUMER_M,
+        # HEAD_DIM] (``descriptors(..., two_consumers=True)``), which the kernel checks at compile time.
+        gl.static_assert(PRODUCER_WARP, "TWO_CONSUMERS needs PRODUCER_WARP: the producer warp feeds both consumers")
+        gl.static_assert(BLOCK_M == 128, "TWO_CONSUMERS: a 128-row Q tile, 64 rows per consumer warpgroup")
+        gl.static_assert(NUM_STAGES >= 2, "TWO_CONSUMERS: two stages at least (see _consumer_pair)")
+        gl.static_assert(q_desc.block_type.shape[2] == CONSUMER_M, "TWO_CONSUMERS: q_desc's block has 64 rows")
+        gl.static_assert(o_desc.block_type.shape[2] == CONSUMER_M, "TWO_CONSUMERS: o_desc's block has 64 rows")
+        q_smem = gl.allocate_shared_memory(dtype, [2, 1, 1, CONSUMER_M, HEAD_DIM], q_desc.layout)
+    else:
+        q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -374,7 +498,11 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_bars.index(i), count=1)
         mbarrier.init(v_bars.index(i), count=1)
-        if PRODUCER_WARP:
+        if TWO_CONSUMERS:
+            # A buffer is free once both consumers have released it: one arrive from each (see _consumer_pair).
+            mbarrier.init(k_empty.index(i), count=2)
+            mbarrier.init(v_empty.index(i), count=2)
+        elif PRODUCER_WARP:
             mbarrier.init(k_empty.index(i), count=1)    # one arrive per release: Gluon issues it from one thread
             mbarrier.init(v_empty.index(i), count=1)
     fence_async_shared()
@@ -390,9 +518,22 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
 
     # Q once (by the warpgroup, before any fork: it is in flight while the producer warp starts), then the K and V
     # loads: the first NUM_STAGES - 1 blocks here and the rest from the steps, or all of them by the producer warp.
-    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
-    if PRODUCER_WARP:
+    if TWO_CONSUMERS:
+        # Both halves of the Q tile on one barrier: one expect of both tiles' bytes (an expect is also the
+        # barrier's one arrive, so a second expect could come after the first tile had completed the phase), two
+        # copies. A half wholly past N reads as zeros, and its bytes still count.
+        mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
+        for c in gl.static_range(2):
+            tma.async_copy_global_to_shared(q_desc, [off_b, off_h, (2 * start_m + c) * CONSUMER_M, 0], q_bar,
+                                            q_smem.index(c))
+    else:
+        mbarrier.expect(q_bar, q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
+    if TWO_CONSUMERS:
+        _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
+                       n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N, HEAD_DIM,
+                       NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout)
+    elif PRODUCER_WARP:
         gl.warp_specialize([
             (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
                          n_free, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, BLOCK_M, BLOCK_N,
@@ -425,18 +566,20 @@ def _gl_dtype(torch_dtype):
     return {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}[torch_dtype]
 
 
-def descriptors(q, k, v, out, block_m: int, block_n: int) -> tuple:
+def descriptors(q, k, v, out, block_m: int, block_n: int, two_consumers: bool = False) -> tuple:
     """Host TMA descriptors (Gluon's TensorDescriptor) of q, k, v and out, whole 4-D (B, heads, N, D) tensors; a
-    block is one (batch, head)'s block_m rows of q and out, or block_n rows of k and v. A dimension of size 1 is
-    never stepped over: it gets a stride that TMA accepts (D elements), as in kernels.launcher.host_descriptors."""
+    block is one (batch, head)'s block_m rows of q and out, or block_n rows of k and v; with two_consumers (the
+    kernel's TWO_CONSUMERS) block_m // 2 rows of q and out, one consumer's. A dimension of size 1 is never stepped
+    over: it gets a stride that TMA accepts (D elements), as in kernels.launcher.host_descriptors."""
     D = q.shape[-1]
     dt = _gl_dtype(q.dtype)
+    q_rows = block_m // 2 if two_consumers else block_m
 
     def strides(t):
         return [st if n > 1 else D for st, n in zip(t.stride()[:-1], t.shape[:-1])] + [1]
 
     return tuple(TensorDescriptor(t, list(t.shape), strides(t), [1, 1, rows, D], shared_layout(rows, D, dt))
-                 for t, rows in ((q, block_m), (k, block_n), (v, block_n), (out, block_m)))
+                 for t, rows in ((q, q_rows), (k, block_n), (v, block_n), (out, q_rows)))
 
 
 def grid(B: int, H: int, N: int, block_m: int) -> tuple:
@@ -446,17 +589,21 @@ def grid(B: int, H: int, N: int, block_m: int) -> tuple:
 
 
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
-                sm_scale: float | None = None, producer_warp: bool = False) -> dict:
+                sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
-    options of ``launch_options(block_m, block_n, D, producer_warp)``)."""
+    options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
+    producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
+    if two_consumers and not producer_warp:
+        raise ValueError("two_consumers (the Gluon kernel's TWO_CONSUMERS) needs producer_warp: the producer warp "
+                         "loads K and V once for both consumer warpgroups")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n)
+    q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n, two_consumers)
     return dict(q_desc=q_desc, k_desc=k_desc, v_desc=v_desc, o_desc=o_desc, qk_scale=float(sm_scale) * LOG2E,
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
-                IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp))
+                IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -465,23 +612,45 @@ def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
     return block_m * (head_dim + block_n + block_n // 2) // 128
 
 
-def producer_registers(block_m: int, block_n: int, head_dim: int) -> dict:
+def producer_registers(block_m: int, block_n: int, head_dim: int, two_consumers: bool = False) -> dict:
     """With PRODUCER_WARP: the kernel's maxnreg at launch and the registers per thread that setmaxnreg gives the
-    producer's and the consumer's warpgroups (Triton's rule: the consumer gets 2 * maxnreg - producer)."""
+    producer's and the consumer's warpgroups (Triton's rule: the consumer gets 2 * maxnreg - producer). With
+    two_consumers (TWO_CONSUMERS) nothing is reallocated: every warpgroup has the 168 registers per thread that 384
+    threads can have, and the launch passes no maxnreg (None)."""
+    if two_consumers:       # no reallocation, and no maxnreg at launch (see TWO_CONSUMERS_REGISTERS)
+        return {"maxnreg": None, "producer": TWO_CONSUMERS_REGISTERS, "consumer": TWO_CONSUMERS_REGISTERS}
     maxnreg = (PRODUCER_WARP_MAXNREG if tile_registers(block_m, block_n, head_dim) <= 192
                else PRODUCER_WARP_MAXNREG_WIDE)
     return {"maxnreg": maxnreg, "producer": PRODUCER_WARP_NUM_REGS,
             "consumer": (2 * maxnreg - PRODUCER_WARP_NUM_REGS) // 8 * 8}
 
 
-def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: bool = False) -> dict:
+def two_consumers_tile(D: int, N: int | None = None) -> tuple:
+    """The tile (block_m, block_n, num_warps, num_stages), kernels.stages.Tile's fields, that TWO_CONSUMERS runs at
+    for head dim D and sequence length N: 128x64 with three stages at every D and N. The tile is fixed by the
+    registers (64-row K/V blocks: see TWO_CONSUMERS_TILES); the ring's depth is free, since one program runs per SM
+    whatever it is (its 384 threads take 61440 of the SM's 65536 registers) and three stages take 128 KiB of shared
+    memory at D = 128 (96 KiB with two): the third stage gives the two consumers, which drift apart, a block more of
+    slack before the slower one holds the producer up, at no cost in programs per SM. N does not change the choice
+    (v13's tuned tiles differ with N by their programs per SM and their tile's rows, both fixed here)."""
+    if D not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
+    return (128, 64, NUM_WARPS, 3)
+
+
+def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: bool = False,
+                   two_consumers: bool = False) -> dict:
     """The launch (and compile) options of `_gluon_attn_fwd` for this tile: num_warps=4 (the warpgroup; with
     PRODUCER_WARP the default partition, to which the compiler adds the producer warp's warpgroup: 8 warps, 256
-    threads), and with PRODUCER_WARP maxnreg, the registers per thread at launch that the partitions' setmaxnreg
-    share out (``producer_registers``; without it Triton assumes 65536 / 256 = 256 and asks setmaxnreg for more
-    than a thread can have)."""
+    threads; with TWO_CONSUMERS consumer 0, to which it adds consumer 1's warpgroup and the producer's: 12 warps,
+    384 threads), and with PRODUCER_WARP maxnreg, the registers per thread at launch that the partitions'
+    setmaxnreg share out (``producer_registers``; without it Triton assumes 65536 / 256 = 256 and asks setmaxnreg
+    for more than a thread can have). With TWO_CONSUMERS no maxnreg: given one, Triton's warp-specialization
+    lowering would reallocate registers around its partitions' dispatch loop (the workers waiting in it at 120),
+    and ptxas would then serialize every warpgroup MMA of the consumer in the worker partition (see
+    TWO_CONSUMERS_REGISTERS and the module's docstring)."""
     opts = {"num_warps": NUM_WARPS}
-    if producer_warp:
+    if producer_warp and not two_consumers:
         opts["maxnreg"] = producer_registers(block_m, block_n, head_dim)["maxnreg"]
     return opts
 
@@ -510,11 +679,12 @@ def specialize(kwargs: dict) -> tuple:
 
 
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
-                num_stages: int = 3, num_warps: int = NUM_WARPS, producer_warp: bool = False):
+                num_stages: int = 3, num_warps: int = NUM_WARPS, producer_warp: bool = False,
+                two_consumers: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
-    producer_warp: the PRODUCER_WARP kernel, with its launch options. Returns Triton's CompiledKernel
-    (.asm["ttgir"], ["ptx"], ["cubin"]; .metadata.shared)."""
+    producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
+    TWO_CONSUMERS kernel. Returns Triton's CompiledKernel (.asm["ttgir"], ["ptx"], ["cubin"]; .metadata.shared)."""
     import torch
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -525,22 +695,24 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
         shape = (shape.B, shape.H, shape.H_kv, shape.N, shape.D)
     B, H, H_kv, N, D = shape
     dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    check_config(D, dt, block_m, block_n, num_stages, num_warps)
+    check_config(D, dt, block_m, block_n, num_stages, num_warps, two_consumers=two_consumers)
     # Tensors on the meta device: no memory, and an address of 0, which is 16-byte aligned like a real one.
     q = torch.empty((B, H, N, D), dtype=dt, device="meta")
     k = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
-                         producer_warp=producer_warp)
+                         producer_warp=producer_warp, two_consumers=two_consumers)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
                           # no num_stages: Gluon does no pipelining of its own
-                          options=launch_options(block_m, block_n, D, producer_warp))
+                          options=launch_options(block_m, block_n, D, producer_warp, two_consumers))
 
 
-def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS) -> None:
-    """Raise ValueError for a head dim, dtype or tile the kernel does not support."""
+def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS,
+                 two_consumers: bool = False) -> None:
+    """Raise ValueError for a head dim, dtype or tile the kernel does not support (with two_consumers: that the
+    TWO_CONSUMERS kernel does not take, ``TWO_CONSUMERS_TILES``)."""
     import torch
     if dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"the Gluon kernel takes float16 or bfloat16, got {dtype}")
@@ -548,6 +720,12 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
         raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
     if num_warps != NUM_WARPS:
         raise ValueError(f"the Gluon kernel runs one warpgroup (num_warps={NUM_WARPS}), got num_warps={num_warps}")
+    if two_consumers:
+        if (block_m, block_n, num_stages) not in TWO_CONSUMERS_TILES:
+            raise ValueError(f"the Gluon kernel with two consumer warpgroups takes the tiles (block_m, block_n, "
+                             f"num_stages) {list(TWO_CONSUMERS_TILES)} (a 128-row Q tile, 64 rows per consumer); "
+                             f"got {block_m}x{block_n} with {num_stages} stages")
+        return
     if block_m not in SUPPORTED_BLOCK_M or block_n not in SUPPORTED_BLOCK_N or num_stages not in SUPPORTED_STAGES:
         raise ValueError(f"the Gluon kernel supports block_m in {SUPPORTED_BLOCK_M}, block_n in {SUPPORTED_BLOCK_N} "
                          f"and num_stages in {SUPPORTED_STAGES}; got {block_m}x{block_n} with {num_stages} stages")
@@ -558,17 +736,26 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
                          "use 128x64 or 64x128")
 
 
-def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int = 64, block_n: int = 64,
-            num_stages: int = 3, out=None, producer_warp: bool = False):
+def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int | None = None,
+            block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
+            two_consumers: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
-    strides multiples of 16 bytes. Returns out (a fresh tensor like q unless given)."""
+    strides multiples of 16 bytes. The tile defaults to 64x64 with 3 stages, and with two_consumers (which turns
+    producer_warp on: TWO_CONSUMERS is built on it) to ``two_consumers_tile(D, N)``. Returns out (a fresh tensor
+    like q unless given)."""
     import torch
     B, H, N, D = q.shape
-    check_config(D, q.dtype, block_m, block_n, num_stages)
+    producer_warp = producer_warp or two_consumers
+    default = two_consumers_tile(D, N) if two_consumers else (64, 64, NUM_WARPS, 3)
+    block_m = default[0] if block_m is None else block_m
+    block_n = default[1] if block_n is None else block_n
+    num_stages = default[3] if num_stages is None else num_stages
+    check_config(D, q.dtype, block_m, block_n, num_stages, two_consumers=two_consumers)
     if out is None:
         out = torch.empty_like(q)
-    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp)
-    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **launch_options(block_m, block_n, D, producer_warp))
+    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers)
+    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **launch_options(block_m, block_n, D, producer_warp,
+                                                                        two_consumers))
     return out
