@@ -144,14 +144,25 @@ producer warp, a 1-warp worker, which Triton pads with three idle warps into a w
   Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources``, a wait
   after each HGMMA, in both consumers), with 128x64 and 128x128 tiles alike. (In the PTX edited by hand, the
   serialization goes when that loop's count is raised to 144, or when no setmaxnreg is left in the loop but the
-  consumer's own.) Without reallocation ptxas keeps the MMAs
-  asynchronous, and the tiles must fit 168 registers: 64-row K/V blocks (a 64x64 tile per consumer, 112 registers of
-  tiles, P V in flight as in v20's 64x64); a 64x128 tile per consumer spills at D = 64 and is serialized at D = 128.
+  consumer's own.) Without reallocation ptxas keeps the MMAs asynchronous, and the tiles must fit 168 registers:
+  64-row K/V blocks (a 64x64 tile per consumer, 112 registers of tiles, P V in flight as in v20's 64x64); a 64x128
+  tile per consumer spills at D = 64 (8 bytes) and is serialized at D = 128.
   (One 8-warp consumer partition, the default, would keep setmaxnreg's 240 since no MMA is then in a worker, but
   Gluon's CTA barrier before each release and wait would then be a 256-thread one, stepping both warpgroups in lock.)
 - Each consumer pays, per step, v20's CTA barriers (128 threads, its own barrier id) before its waits and arrives;
   the two consumers never wait for each other except through the ring (the producer refills a buffer when the slower
   one has released it), so one's softmax can run while the other's products do.
+
+What the sm_90 build on the CPU shows (tests/test_gluon_build.py, Triton 3.6's ptxas): at D = 64 and 128, fp16 and
+bf16, causal or not, with two or three stages, the kernel compiles without spills and without the serialization
+warning, in 116-154 registers (D = 128: 146 non-causal, 154 causal; D = 64: 116, 120) and no setmaxnreg; each
+consumer's two KV loops hold one WARPGROUP.DEPBAR per step after eight q k^T and four P V HGMMAs issued back to
+back; the producer warp holds every K and V load; every "empty" barrier is initialized with a count of 2. Without
+TWO_CONSUMERS the SASS is that of the source that the GPU verified as v19 and v20, instruction for instruction.
+Unverified until the GPU runs it (verify.py --stages v19 v20 v21, compute-sanitizer): that the kernel's output is
+right, that the ring's phases are as ``_consumer_pair`` argues (no race, no deadlock), that a TMA copy of a Q half
+wholly past N fills zeros and counts its bytes on Q's barrier, and that the TMA store of a half wholly past N writes
+nothing; and its speed.
 
 The code
 --------
@@ -165,9 +176,9 @@ PRODUCER_WARP, ``_consumer`` is the default partition and ``_kv_producer`` the w
 
 The host side: ``descriptors`` makes the four TMA descriptors with the shared layouts the kernel expects, ``grid``
 the launch grid, ``kernel_args`` every parameter of a call, ``launch_options`` its options (num_warps, and with
-PRODUCER_WARP alone maxnreg); ``two_consumers_tile`` the tile TWO_CONSUMERS runs at; ``compile_for compiles the kernel for sm_90 without a GPU, specialized as the JIT would
-specialize it, for the build step to read its machine code; ``forward`` launches it (for a first check on the GPU;
-the project's launcher checks the inputs).
+PRODUCER_WARP alone maxnreg); ``two_consumers_tile`` the tile TWO_CONSUMERS runs at; ``compile_for`` compiles the
+kernel for sm_90 without a GPU, specialized as the JIT would specialize it, for the build step to read its machine
+code; ``forward`` launches it (for a first check on the GPU; the project's launcher checks the inputs).
 """
 from __future__ import annotations
 
@@ -378,30 +389,67 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
     Consumer c (0: the default partition, 1: a 4-warp worker) is ``_consumer`` of a 64-row program whose query block
     is m_c = 2 start_m + c: rows [m_c * 64, m_c * 64 + 64) of the program's 128, on its own half of Q's buffer, with
     the loop bounds such a program has (below); its offs_m, so its causal mask, and its O store follow from m_c.
-    The producer loads the program's key blocks [0, n_total) once for both.
+    The producer loads the program's key blocks [0, n_total) once for both. (Every claim below is reasoning and a
+    CPU build; none has run on a GPU yet: see the module's docstring for what is unverified.)
 
-    The loop bounds. Causal: consumer c's rows see keys [0, min(N, (m_c + 1) * 64)), n_total_c blocks of them;
-    the n_free_c = m_c * 64 // BLOCK_N blocks wholly below its first row need no mask, and the rest, its diagonal
-    (each consumer has its own), do. Consumer 1's range is the program's (n_total_1 = n_total); consumer 0's is
-    n_total or, where its rows end before the keys do, one block shorter (with 64-row blocks: block 2 start_m + 1,
-    wholly after its rows, which it skips rather than masks). Without a causal mask both consumers have the
-    program's bounds (N // BLOCK_N, n_total). n_free_c <= n_total_c always (the program has a row below N, so
-    n_total_c >= cdiv(start_m * 128 + 1, BLOCK_N) >= n_free_c). A consumer whose rows are all past N (consumer 1 of
-    the last program when N % 128 is in [1, 64]) runs the program's bounds like the others; its scores are finite
-    (keys past N read as zeros) and its O store writes nothing.
+    The loop bounds (CONSUMER_M = BLOCK_N = 64, so a query block and a key block are the same 64 rows). Causal:
+    consumer c's rows see keys [0, min(N, (m_c + 1) * 64)), n_total_c = cdiv(min(N, (m_c + 1) * 64), 64) blocks;
+    the n_free_c = m_c blocks wholly below its first row need no mask, and the rest, its own diagonal block m_c, is
+    masked (keys after the row, and so keys past N for rows below N, get probability 0). Consumer 1's range is the
+    program's: n_total_1 = cdiv(min(N, (start_m + 1) * 128), 64) = n_total. Consumer 0's is m0 + 1 = n_total - 1
+    blocks where the program's second half has a row below N (N > m1 * 64): it skips block m1, wholly after its rows,
+    rather than masking all of it; else (N <= m1 * 64) n_total_0 = n_total = m1. Without a causal mask both
+    consumers have the program's bounds: N // 64 unmasked blocks, then the ragged last one masked by N. Every
+    program has a row below N (start_m * 128 < N), so consumer 0 has at least one block and n_free_c <= n_total_c.
+    A consumer whose rows are all past N (consumer 1 of the last program when N % 128 is in [1, 64]): causal, its
+    n_free_1 = m1 = cdiv(N, 64) = n_total, so it runs the program's (and consumer 0's) blocks 0 .. m1 - 1 unmasked,
+    on a Q half that the TMA filled with zeros (scores 0, finite; keys past N read as zeros too); without a causal
+    mask it runs the program's bounds. Either way it waits for and releases every block consumer 0 does, so the
+    producer is never left waiting for it, and its O store writes nothing (every row is at or past N).
 
-    The ring. Each "empty" barrier counts 2: one arrive per consumer, after that consumer's own CTA barrier (the 128
-    threads of its warpgroup) and its wait for the product that read the buffer, as in v20 (``_attn_step``). The
-    producer waits for block j's buffer with parity ((j // NUM_STAGES) & 1) ^ 1, i.e. for the phase that both
-    releases of block j - NUM_STAGES complete. The two consumers' arrives never fall into the wrong phase: a
-    consumer releases block j + NUM_STAGES only after it has used it, so after the producer loaded it, so after the
-    phase of block j had completed with both consumers' releases. A consumer's wait on a "ready" barrier cannot see
-    a later phase either: block j + NUM_STAGES is loaded into the buffer only after both consumers released block
-    j. Releases that no load waits for are left out: a load of block j waits for the release of block
-    j - NUM_STAGES only, so none waits for the last NUM_STAGES blocks'. Neither consumer releases its last block's V
-    buffer (P V in flight: it would be released in the step after), and consumer 0, when it skips the last block,
-    releases neither of that block's buffers, and its own last block's V buffer is then the program's block
-    n_total - 2: both within the last two blocks, hence NUM_STAGES >= 2.
+    The ring. Block j goes into slot s = j % NUM_STAGES as that slot's k-th use, k = j // NUM_STAGES; each barrier
+    of the slot completes one phase per use, phase k for block j, and a wait with parity k & 1 passes once phase k
+    has completed as long as phase k + 1 cannot have completed too (the wait cannot tell them apart). Two barriers
+    per buffer (K's and V's apart, each as below):
+
+    - "ready" (k_bars, v_bars, count 1): the producer's expect (one arrive, with the tile's bytes) and the TMA's
+      bytes complete phase k when block j has landed. Consumer c waits for block j with parity k & 1. Phase k + 1
+      needs the load of block j + NUM_STAGES, which the producer issues only after phase k of the slot's "empty"
+      barrier, which needs consumer c's own release of block j (count 2, below), which comes after this wait: so
+      phase k + 1 cannot have completed, and the wait returns exactly when block j is there. (With a count of 1,
+      as in v20, the other consumer's release alone would complete the phase, and block j + NUM_STAGES could
+      overwrite the buffer before consumer c had read block j: the race that the count of 2 closes.)
+    - "empty" (k_empty, v_empty, count 2): the arrivals are the consumers' releases only, one per consumer and block
+      (one thread's arrive after the consumer's 128-thread CTA barrier, once its product that read the buffer has
+      been waited for: K's after the scores, V's after the P V product, with P V in flight in the next step). Each
+      release of block j falls into phase k: consumer c releases block j only after waiting for it to be ready, so
+      after the producer loaded it, so after phase k - 1 had completed (below); and phase k cannot complete
+      without it, since its only other possible arrivals are the other consumer's release of block j and releases
+      of block j + NUM_STAGES, which cannot come before block j + NUM_STAGES is loaded, i.e. before phase k has
+      completed. So phase k completes with the two releases of block j, and nothing else. The producer waits for
+      it before loading block j + NUM_STAGES, with parity (k & 1) ^ 1 before loading block j itself (for phase
+      k - 1; a fresh barrier passes parity 1 at once, as if phase -1 had completed: the first NUM_STAGES loads do
+      not wait); phase k cannot have completed already then (it needs the releases of block j, not yet loaded).
+    - Releases left out. The producer loads blocks 0 .. n_total - 1, and the load of block j waits only for the
+      releases of block j - NUM_STAGES, so those of blocks n_total - NUM_STAGES and later are never waited for and
+      need not come; nor can a later release fall into their slot's phase (the slot is not used again). The
+      consumers leave out: each one its last block's V release (P V in flight: it would be released in the step
+      after, which does not come), block n_total_c - 1; and consumer 0, when it skips block n_total - 1, both of
+      that block's releases, its own last V release then being block n_total - 2's. All within the last two blocks:
+      hence NUM_STAGES >= 2. The barriers end the kernel with those phases incomplete; they are never reused.
+    - No deadlock: the producer waits at block j only for the releases of block j - NUM_STAGES, which each
+      consumer makes in its step j - NUM_STAGES (K) or j - NUM_STAGES + 1 <= j - 1 (V), for blocks already
+      loaded; a consumer waits only for blocks the producer loads in order. Consumer 0, stopping one block early,
+      has made every release the producer waits for (the last load, of block n_total - 1, waits for block
+      n_total - 1 - NUM_STAGES <= n_total - 3: K's released in consumer 0's step n_total - 3, V's in its step
+      n_total - 2, its last).
+
+    The O stores. Consumer c turns its 64 rows of O into 16 bits in its own half of Q's buffer, once its last q k^T
+    product (the only reader of that half: the other consumer never reads it) has been waited for; then
+    fence_async_shared, Gluon's 128-thread CTA barrier of that consumer, one thread's TMA store of its 64 rows at
+    row m_c * 64 of o_desc (block [1, 1, 64, HEAD_DIM]), and store_wait(0) before the partition ends, so that the
+    buffer is not left while the copy engine still reads it. The two stores write disjoint rows; rows at or past N
+    are dropped by the copy engine (a whole box past N included: unverified on the GPU).
     """
     m0 = 2 * start_m            # the consumers' 64-row query blocks
     m1 = m0 + 1
