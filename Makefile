@@ -86,14 +86,15 @@ report: $(VENV)/.installed
 build: $(VENV)/.installed
 	$(BIN)/snakemake --profile profiles/cpu build_all
 
-## measure: on a machine with GPUs, a new run into data/$(GPU)/$(RUN) (verify, bench, profile, ceilings), spread
-##          over GPUS GPUs, then everything rebuilt from all runs. Uses $(PYTHON), which must hold CUDA torch,
-##          triton 3.6.0 and this package: pip install -e '.[workflow]'
+## measure: on a machine with GPUs, a new run into data/$(GPU)/$(RUN) (verify, bench, profile, ceilings, Qwen3 end
+##          to end), spread over GPUS GPUs, then everything rebuilt from all runs. Uses $(PYTHON), which must hold
+##          CUDA torch, triton 3.6.0 and this package: pip install -e '.[workflow,hf]'
 measure:
 	@nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || { echo "make measure needs NVIDIA GPUs: nvidia-smi lists none \
 	here (not installed, or no GPU). Nothing was written."; exit 1; }
-	@$(PYTHON) -c "import kernels, snakemake" 2>/dev/null || { echo "make measure needs this package and Snakemake \
-	in $(PYTHON) (the Python that holds CUDA torch): $(PYTHON) -m pip install -e '.[workflow]'"; exit 1; }
+	@$(PYTHON) -c "import kernels, snakemake, transformers" 2>/dev/null || { echo "make measure needs this package, \
+	Snakemake and transformers in $(PYTHON) (the Python that holds CUDA torch): $(PYTHON) -m pip install -e \
+	'.[workflow,hf]'"; exit 1; }
 	$(PYTHON) -m snakemake --profile profiles/gpu --resources gpu=$(GPUS) --config measure=True run=$(RUN)
 
 ## release: tag v<version> (pyproject.toml) and write dist/ with its source archive and SHA-256; a dirty tree is refused

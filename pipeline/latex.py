@@ -71,10 +71,17 @@ def count_word(n: int) -> str:
     return NUMBER_WORDS.get(n, str(n))
 
 
-def write_table(df: pd.DataFrame, path: Path, colfmt: str) -> None:
-    """A table through pandas' Styler.to_latex with booktabs rules; the cells are TeX already."""
+def write_table(df: pd.DataFrame, path: Path, colfmt: str, long_caption: str | None = None,
+                label: str | None = None) -> None:
+    """A table through pandas' Styler.to_latex with booktabs rules; the cells are TeX already. With long_caption, a
+    longtable (it breaks across pages, its header repeated) with that caption and label, for tables that grow with
+    the registry."""
     sty = df.style.hide(axis="index").format(escape=None)
-    Path(path).write_text(sty.to_latex(hrules=True, column_format=colfmt))
+    if long_caption is None:
+        Path(path).write_text(sty.to_latex(hrules=True, column_format=colfmt))
+    else:
+        Path(path).write_text(sty.to_latex(hrules=True, column_format=colfmt, environment="longtable",
+                                           caption=long_caption, label=label))
 
 
 _NAME = re.compile(r"[A-Za-z]+")

@@ -156,7 +156,10 @@ def large_n_entries(m: dict) -> list:
 def check_plan(m: dict) -> list:
     """Expand the whole plan (every set, the profiled and the premise entries) and check every entry, so that a bad
     plan fails when the pipeline is parsed (a dry run), not inside a GPU job: unknown variants, shapes the kernel
-    does not take. Returns the entries."""
+    does not take; the stage of the Qwen3 end-to-end step (plan.qwen3_e2e). Returns the entries."""
+    e2e = m.get("qwen3_e2e") or {}
+    if "stage" in e2e and e2e["stage"] not in STAGES:
+        raise ValueError(f"plan.qwen3_e2e.stage: unknown stage {e2e['stage']!r}; the stages are {list(STAGES)}")
     timed = expand(m)
     timed_keys = {e.key for e in timed}
     untimed = [e.key for e in profile_entries(m) if e.key not in timed_keys]

@@ -289,9 +289,15 @@ class EnergyGPU:
         return full(self.energy_mj)
 
 
+# The fake GPU's work takes no wall time, so a reading the sampler's thread takes falls at a point of the window
+# that the scheduler picks (before its first kernel: 0 W, a CI failure): an interval no window reaches leaves the
+# one reading taken at the window's end (Sampler.__exit__), after all its kernels.
+NO_THREAD_MS = 1e7
+
+
 def test_the_energy_of_a_call_leaves_the_flush_out():
     gpu = EnergyGPU()
-    stats = timed_with_state(lambda: gpu.launch("attn", 30_000), 100, gpu, 1.0, 250, flush=gpu.flush,
+    stats = timed_with_state(lambda: gpu.launch("attn", 30_000), 100, gpu, NO_THREAD_MS, 250, flush=gpu.flush,
                              sync=lambda: None, recorder=gpu.recorder, clock=gpu.clock)
     assert stats["time_us"] == 30.0 and stats["timer"] == kt.TIMER        # the kernel timer's figures unchanged
     assert stats["energy_mj"] == pytest.approx(30e-6 * 600 * 1e3, rel=1e-3)   # 18 mJ: the call alone
@@ -299,7 +305,7 @@ def test_the_energy_of_a_call_leaves_the_flush_out():
     assert stats["power_capped"] and stats["sm_mhz"] == 1830 and set(gpu_state.STATE_COLUMNS) <= set(stats)
     # the warm-up ran outside the window: 3 calls and flushes, then 100 of each, then 250 flushes alone
     assert gpu.energy_mj == pytest.approx(103 * 18 + 353 * 24)
-    assert timed_with_state(lambda: gpu.launch("attn", 30_000), 10, gpu, 1.0, flush=gpu.flush, sync=lambda: None,
+    assert timed_with_state(lambda: gpu.launch("attn", 30_000), 10, gpu, NO_THREAD_MS, flush=gpu.flush, sync=lambda: None,
                             recorder=gpu.recorder, clock=gpu.clock)["energy_mj"] == pytest.approx(18, rel=1e-3)
 
 

@@ -73,7 +73,7 @@ def test_dry_run_default_tier_needs_no_gpu():
     values = {f.stem for f in (ROOT / "workflow" / "scripts" / "paper" / "values").glob("*.py")}
     assert j["paper"] == 1 and j["figure"] == len(figures) and j["build_variants"] == 4 and j["verify_cpu"] == 1
     assert j["values"] == len(values) and j["tables"] == j["listings"] == 1
-    assert not {"bench", "profile", "verify_gpu", "ceilings", "seal_run", "compile", "timer_check"} & set(j)
+    assert not {"bench", "profile", "verify_gpu", "ceilings", "seal_run", "compile", "timer_check", "qwen3_e2e"} & set(j)
 
 
 def test_dry_run_measure_tier():
@@ -82,7 +82,7 @@ def test_dry_run_measure_tier():
     j = jobs(proc.stdout)
     from pipeline import plan
     assert j["bench"] == len(plan.SETS) and j["profile"] == j["verify_gpu"] == j["ceilings"] == j["seal_run"] == 1
-    assert j["compile"] == j["timer_check"] == 1
+    assert j["compile"] == j["timer_check"] == j["qwen3_e2e"] == 1
     assert "results/staging/nvidia-h200/run-dryrun/bench-tiles/timings.csv" in proc.stdout
     assert "data/nvidia-h200/run-dryrun/SHA256SUMS" in proc.stdout       # data/ gets the run only when sealed
     # every job has a benchmark file; a run's steps write theirs inside the run, and the seal waits for them
@@ -96,6 +96,24 @@ def test_dry_run_measure_tier():
             if rule in step_times.RUN_RULES:
                 assert bench.group(1).startswith(staged), bench.group(1)
                 assert bench.group(1) in blocks["seal_run"][0].split("output:")[0]
+    # the Qwen3 end-to-end step (plan.qwen3_e2e): one GPU job in the run, its table among the seal's inputs
+    (e2e,) = blocks["qwen3_e2e"]
+    assert re.search(r"^    resources: .*\bgpu=1\b", e2e, re.M), e2e
+    assert "results/staging/nvidia-h200/run-dryrun/qwen3_e2e/qwen3_e2e.csv" in blocks["seal_run"][0].split("output:")[0]
+
+
+def test_a_plan_without_the_qwen3_section_makes_and_seals_a_run_without_it(tmp_path):
+    """plan.qwen3_e2e null (as absent): no qwen3_e2e job, and the seal waits for neither its table nor its
+    benchmark file."""
+    extra = tmp_path / "no-e2e.yaml"
+    extra.write_text("plan:\n  qwen3_e2e: null\n")
+    proc = snakemake("-n", "--cores", "16", "--resources", "gpu=2", "--configfile", "config/config.yaml", str(extra),
+                     "--config", "measure=True", "run=run-dryrun")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    j = jobs(proc.stdout)
+    from pipeline import plan
+    assert "qwen3_e2e" not in j and j["seal_run"] == 1 and j["bench"] == len(plan.SETS)
+    assert "qwen3_e2e" not in job_blocks(proc.stdout)["seal_run"][0]
 
 
 @pytest.mark.parametrize("config, message", [
@@ -233,7 +251,7 @@ def test_runs_sealed_before_benchmark_files_take_their_step_times_from_their_log
     t = step_times.table([run9], logs=[log], cpu=[])
     assert set(t.source) == {"snakemake log"} and t.max_rss_mb.isna().all()
     assert sorted(t[t.rule == "bench"].job) == sorted(["headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles"])
-    assert set(t.rule) == set(step_times.RUN_RULES) - {"plan"}          # plan came after run-9-x2
+    assert set(t.rule) == set(step_times.RUN_RULES) - {"plan", "qwen3_e2e"}     # both came after run-9-x2
     assert t.set_index("rule").seconds["profile"] == 78                 # 10:19:17 to 10:20:35 in the log
     bare = tmp_path / "run-x"
     (bare / "verify").mkdir(parents=True)
@@ -287,6 +305,9 @@ def test_verdicts_follow_the_data(built, tmp_path):
     ({"plan": {"qwen3": {"odd": {"H": 16, "H_kv": 8, "D": 96}}}}, "96"),
     ({"build": {"archs": [90], "arch": 89}}, "Additional properties are not allowed"),
     ({"plan": {"bench": {"rep_mss": 5}}}, "Additional properties are not allowed"),
+    ({"plan": {"qwen3_e2e": {"stage": "v9x"}}}, "plan.qwen3_e2e.stage: unknown stage 'v9x'"),
+    ({"plan": {"qwen3_e2e": {"models": ["7B"]}}}, "'7B' is not one of"),
+    ({"plan": {"qwen3_e2e": {"layers": {"8B": 37}}}}, "is not valid under any of the given schemas"),
 ])
 def test_a_bad_plan_fails_in_the_dry_run(tmp_path, override, message):
     """Typos anywhere in the configuration, unknown variants and shapes the kernel cannot take fail when the

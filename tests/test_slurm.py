@@ -63,7 +63,7 @@ def test_the_slurm_profile_sends_gpu_jobs_without_ntasks_per_gpu():
     """Every GPU rule has tasks_per_gpu: 0 in the profile's set-resources (kept when --default-resources is given on
     the command line), so that the plugin does not pair --ntasks-per-gpu with --cpus-per-task."""
     rules = gpu_rules()
-    assert {"verify_gpu", "compile", "bench", "profile", "timer_check", "ceilings"} <= rules, rules
+    assert {"verify_gpu", "compile", "bench", "profile", "timer_check", "ceilings", "qwen3_e2e"} <= rules, rules
     profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
     missing = sorted(r for r in rules if (profile.get("set-resources") or {}).get(r, {}).get("tasks_per_gpu") != 0)
     assert not missing, f"profiles/slurm/config.yaml: set-resources lacks tasks_per_gpu: 0 for {missing}"

@@ -6,8 +6,17 @@
 # no compilation ever runs beside a timing on a machine with several GPUs.
 # Each step's benchmark: file (Snakemake's wall time, memory and I/O of the job) is written inside the run, under
 # benchmarks/, so that it is sealed with the data it timed; the seal lists them among its inputs.
+# The Qwen3 end-to-end step is part of a run when the plan has its section (plan.qwen3_e2e); a plan without it (or
+# with qwen3_e2e: null) makes and seals a run without it.
+QWEN3_E2E = ["qwen3_e2e"] if PLAN.get("qwen3_e2e") else []
+if QWEN3_E2E and config["measure"]:
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:  # fail in the dry run, not inside the GPU job
+        raise ValueError("plan.qwen3_e2e needs Hugging Face transformers in the Python that runs Snakemake: "
+                         "pip install -e '.[hf]' (or a plan without the qwen3_e2e section)")
 RUN_BENCHMARKS = [f"{STAGING}/{{run}}/{BENCH}/{step}.tsv" for step in
-                  ["plan", "theory", "verify_gpu", "compile", "timer_check", "profile", "ceilings"]] + [
+                  ["plan", "theory", "verify_gpu", "compile", "timer_check", "profile", "ceilings", *QWEN3_E2E]] + [
                   f"{STAGING}/{{run}}/{BENCH}/bench/{s}.tsv" for s in bench_plan.SETS]
 BEFORE_TIMING = [f"{STAGING}/{{run}}/verify/correctness.csv", f"{STAGING}/{{run}}/compile/compiled.csv"]
 PLAN_FILE = f"{STAGING}/{{run}}/plan.yaml"
@@ -74,6 +83,32 @@ rule bench:
         "{params.py} -m pipeline.gpu_pin -- {params.py} workflow/scripts/measure/bench.py --sets {wildcards.set} "
         "--config {input.plan} "
         "--workers {threads} --out $(dirname {output}) > {log} 2>&1"
+
+
+rule qwen3_e2e:
+    """Qwen3 end to end in Hugging Face transformers' own model code (published layouts, random bf16 weights): the
+    prefill with our stage against SDPA at each batch size and N of plan.qwen3_e2e, the logits checked first, timed
+    eagerly and from CUDA graphs, and attention alone on layer 0's q, k, v; progress in its log."""
+    input:
+        KERNEL_SOURCES,
+        LIBRARY,
+        BEFORE_TIMING,
+        plan=PLAN_FILE,
+    output:
+        csv=f"{STAGING}/{{run}}/qwen3_e2e/qwen3_e2e.csv",
+        samples=f"{STAGING}/{{run}}/qwen3_e2e/samples.csv",
+        env=f"{STAGING}/{{run}}/qwen3_e2e/env.json",
+    log:
+        f"{STAGING}/{{run}}/qwen3_e2e/qwen3_e2e.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/qwen3_e2e.tsv"
+    resources:
+        gpu=1,
+    params:
+        py=PY,
+    shell:
+        "{params.py} -m pipeline.gpu_pin -- {params.py} workflow/scripts/measure/qwen3_e2e.py "
+        "--config {input.plan} --out $(dirname {output.csv}) > {log} 2>&1"
 
 
 rule profile:
@@ -180,6 +215,7 @@ rule seal_run:
         f"{STAGING}/{{run}}/verify/correctness.csv",
         f"{STAGING}/{{run}}/ceilings/ceilings.csv",
         f"{STAGING}/{{run}}/theory.csv",
+        [f"{STAGING}/{{run}}/qwen3_e2e/qwen3_e2e.csv"] if QWEN3_E2E else [],
         RUN_BENCHMARKS,
     output:
         f"{DATA}/{{run}}/SHA256SUMS",

@@ -578,6 +578,8 @@ def plan_defaults(path: Path) -> dict:
         out["layers"] = [f"{m}={n}" for m, n in layers.items()]
     elif layers is not None:
         out["layers"] = [str(layers)]
+    if isinstance(out.get("graphs"), bool):    # YAML reads an unquoted on / off as true / false
+        out["graphs"] = "on" if out["graphs"] else "off"
     return out
 
 

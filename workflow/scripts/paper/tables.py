@@ -105,6 +105,12 @@ def per_n_table(per_n: Path, best_per_n: Path, out: Path) -> None:
     latex(pd.DataFrame(rows), out, "lrrrrrrrrrrlr")
 
 
+# A longtable: it grows with every stage registered, past a page.
+PREDICTIONS_CAPTION = ("Each prediction, committed before the stage was measured, beside the measurement (median over "
+                       "runs holding both ends [lowest, highest]): holds inside the predicted range, better or worse "
+                       "outside it.")
+
+
 def predictions_table(predictions: Path, out: Path) -> None:
     p = pd.read_csv(predictions)
     q = {"time": "time", "time_ratio": "time / cuDNN's", "smsp__inst_executed.sum": "instructions"}
@@ -116,7 +122,7 @@ def predictions_table(predictions: Path, out: Path) -> None:
                                  zip(p.measured_pct, p.lo_pct, p.hi_pct, p.runs)],
         "runs": p.runs.astype(str), "verdict": p.verdict,
     })
-    latex(df, out, "lllrrrrl")
+    latex(df, out, "lllrrrrl", long_caption=PREDICTIONS_CAPTION, label="tab:predictions")
 
 
 def claims_table(claims: Path, out: Path) -> None:

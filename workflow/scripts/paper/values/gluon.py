@@ -12,9 +12,6 @@ from kernels.stages import GLUON, GLUON_STAGES, STAGES
 from pipeline import seal
 from pipeline.latex import Values, listing
 
-ORDINALS = ("First", "Second", "Third", "Fourth", "Fifth", "Sixth", "Seventh", "Eighth")
-
-
 def sanitizer_errors(log: Path) -> int:
     """The error count of a compute-sanitizer log: its ERROR SUMMARY, or racecheck's RACECHECK SUMMARY."""
     text = Path(log).read_text()
@@ -24,22 +21,40 @@ def sanitizer_errors(log: Path) -> int:
     return int(m.group(1))
 
 
+def counts(c: pd.DataFrame, stage: str) -> dict | None:
+    """ok, WRONG and refused cases of a stage in the grid (None: the stage is not in it)."""
+    s = c[c.variant == stage]
+    if s.empty:
+        return None
+    return {status: int((s.status == status).sum()) for status in ("ok", "WRONG", "refused")}
+
+
+def added_switch(i: int) -> str:
+    """The Gluon switch that the i-th Gluon stage adds (the first: the kernel itself, `gluon`)."""
+    before = STAGES[GLUON_STAGES[i - 1]].switches if i else frozenset()
+    return sorted((STAGES[GLUON_STAGES[i]].switches - before) & GLUON.keys())[0].replace("_", r"\_")
+
+
 def values(seal_file: Path, correctness: Path, racecheck: Path, synccheck: Path, memcheck: Path) -> Values:
     seal.verify(Path(seal_file).parent)
     v = Values("gluon")
     c = pd.read_csv(correctness)
-    unverified = []
-    for i, (ordinal, stage) in enumerate(zip(ORDINALS, GLUON_STAGES)):
-        s = c[c.variant == stage]
-        v.macro(f"Gluon{ordinal}", stage)
-        if s.empty:     # registered since the grid was committed: not verified yet, and the text says so
-            unverified.append(stage)
-            continue
-        v.macro(f"Gluon{ordinal}Ok", int((s.status == "ok").sum()))
-        v.macro(f"Gluon{ordinal}Wrong", int((s.status == "WRONG").sum()))
-        v.macro(f"Gluon{ordinal}Refused", int((s.status == "refused").sum()))
-        added = STAGES[stage].switches - (STAGES[GLUON_STAGES[i - 1]].switches if i else set())
-        v.macro(f"Gluon{ordinal}Switch", sorted(added & GLUON.keys())[0].replace("_", r"\_"))
+    first, second = GLUON_STAGES[0], GLUON_STAGES[1]
+    n1, n2 = counts(c, first), counts(c, second)
+    if n1 is None or n2 is None:
+        raise ValueError(f"{correctness} lacks {first} or {second}: the text describes both")
+    v.macro("GluonFirst", first)
+    v.macro("GluonFirstOk", n1["ok"])
+    v.macro("GluonFirstWrong", n1["WRONG"])
+    v.macro("GluonSecond", second)
+    v.macro("GluonSecondOk", n2["ok"])
+    v.macro("GluonSecondWrong", n2["WRONG"])
+    v.macro("GluonSecondRefused", n2["refused"])
+    v.macro("GluonSecondSwitch", added_switch(1))
+    later = [(s, counts(c, s)) for s in GLUON_STAGES[2:]]
+    checked = [f"{s} right in {n['ok']} cases and wrong in {n['WRONG']}" for s, n in later if n is not None]
+    v.macro("GluonLaterChecks", listing(checked) if checked else "none checked")
+    unverified = [s for s, n in later if n is None]   # registered since the grid was committed
     v.macro("GluonUnverified", listing(unverified) if unverified else "none")
     v.macro("GluonRacecheckHazards", sanitizer_errors(racecheck))
     v.macro("GluonSynccheckErrors", sanitizer_errors(synccheck))

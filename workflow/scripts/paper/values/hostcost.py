@@ -15,11 +15,6 @@ from pipeline.latex import Values, fixed
 TARGET_US = 15      # the host time per call the launch path aims at (issue 20)
 
 
-def span(v: Values, name: str, series: pd.Series) -> None:
-    v.macro(f"{name}Min", fixed(series.min(), 1))
-    v.macro(f"{name}Max", fixed(series.max(), 1))
-
-
 def values(seal_file: Path, host_cost: Path, env: Path) -> Values:
     seal.verify(Path(seal_file).parent)
     v = Values("hostcost")
@@ -34,13 +29,23 @@ def values(seal_file: Path, host_cost: Path, env: Path) -> Values:
     v.macro("HcSame", int(checked.same_as_triton.astype(bool).sum()))
     v.macro("HcStages", len(stages))
     v.macro("HcDescStages", f"{desc[0]}--{desc[-1]}" if len(desc) > 1 else desc[0])
-    span(v, "HcTriton", by["triton"].loc[desc, "host_us"])
-    span(v, "HcCache", by["cache"].host_us)
-    span(v, "HcFill", by["fill"].loc[desc, "host_us"])
-    span(v, "HcLaunch", by["launch_only"].host_us)
-    span(v, "HcOutGiven", by["cache_out_given"].host_us)
-    v.macro("HcSigUs", fixed(by["signature_only"].host_us.median(), 1))
-    v.macro("HcOutUs", fixed(by["out_only"].host_us.median(), 1))
+    triton, cache, fill = by["triton"].loc[desc, "host_us"], by["cache"].host_us, by["fill"].loc[desc, "host_us"]
+    launch, out_given = by["launch_only"].host_us, by["cache_out_given"].host_us
+    v.macro("HcTritonMin", fixed(triton.min(), 1))
+    v.macro("HcTritonMax", fixed(triton.max(), 1))
+    v.macro("HcCacheMin", fixed(cache.min(), 1))
+    v.macro("HcCacheMax", fixed(cache.max(), 1))
+    v.macro("HcFillMin", fixed(fill.min(), 1))
+    v.macro("HcFillMax", fixed(fill.max(), 1))
+    v.macro("HcLaunchMin", fixed(launch.min(), 1))
+    v.macro("HcLaunchMax", fixed(launch.max(), 1))
+    v.macro("HcOutGivenMin", fixed(out_given.min(), 1))
+    v.macro("HcOutGivenMax", fixed(out_given.max(), 1))
+    sig, alloc = by["signature_only"].host_us, by["out_only"].host_us
+    v.macro("HcSigMin", fixed(sig.min(), 1))
+    v.macro("HcSigMax", fixed(sig.max(), 1))
+    v.macro("HcOutMin", fixed(alloc.min(), 1))
+    v.macro("HcOutMax", fixed(alloc.max(), 1))
     v.macro("HcSdpaUs", fixed(by["torch"].loc["sdpa", "host_us"], 1))
     v.macro("HcCudnnUs", fixed(by["torch"].loc["cudnn", "host_us"], 1))
     v.macro("HcOverTarget", int((by["cache"].host_us > TARGET_US).sum()))
