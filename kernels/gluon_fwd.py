@@ -342,7 +342,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
-    default partition of the warp-specialized region."""
+    default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
+    default one and a 4-warp worker), on its own 64-row half of Q's buffer (``_consumer_pair``)."""
     dtype: gl.constexpr = k_desc.dtype
     offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, row_layout)
@@ -546,13 +547,14 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_bars.index(i), count=1)
         mbarrier.init(v_bars.index(i), count=1)
-        if TWO_CONSUMERS:
-            # A buffer is free once both consumers have released it: one arrive from each (see _consumer_pair).
-            mbarrier.init(k_empty.index(i), count=2)
-            mbarrier.init(v_empty.index(i), count=2)
-        elif PRODUCER_WARP:
-            mbarrier.init(k_empty.index(i), count=1)    # one arrive per release: Gluon issues it from one thread
-            mbarrier.init(v_empty.index(i), count=1)
+        if PRODUCER_WARP:
+            if TWO_CONSUMERS:
+                # A buffer is free once both consumers have released it: one arrive from each (see _consumer_pair).
+                mbarrier.init(k_empty.index(i), count=2)
+                mbarrier.init(v_empty.index(i), count=2)
+            else:
+                mbarrier.init(k_empty.index(i), count=1)    # one arrive per release: Gluon issues it from one thread
+                mbarrier.init(v_empty.index(i), count=1)
     fence_async_shared()
 
     # The loop bounds: key blocks [0, n_free) need no mask, [n_free, n_total) do.
@@ -569,7 +571,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     if TWO_CONSUMERS:
         # Both halves of the Q tile on one barrier: one expect of both tiles' bytes (an expect is also the
         # barrier's one arrive, so a second expect could come after the first tile had completed the phase), two
-        # copies. A half wholly past N reads as zeros, and its bytes still count.
+        # copies. A half wholly past N reads as zeros, and its bytes still count (unverified on the GPU).
         mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
         for c in gl.static_range(2):
             tma.async_copy_global_to_shared(q_desc, [off_b, off_h, (2 * start_m + c) * CONSUMER_M, 0], q_bar,
@@ -577,19 +579,20 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     else:
         mbarrier.expect(q_bar, q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
-    if TWO_CONSUMERS:
-        _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
-                       n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N, HEAD_DIM,
-                       NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout)
-    elif PRODUCER_WARP:
-        gl.warp_specialize([
-            (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
-                         n_free, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, BLOCK_M, BLOCK_N,
-                         HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout, p_layout,
-                         row_layout)),
-            (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b, kv_h,
-                            BLOCK_N, NUM_STAGES)),
-        ], [1], [_PRODUCER_REGS])
+    if PRODUCER_WARP:
+        if TWO_CONSUMERS:
+            _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
+                           n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
+                           HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout)
+        else:
+            gl.warp_specialize([
+                (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                             v_empty, n_free, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, BLOCK_M,
+                             BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout,
+                             p_layout, row_layout)),
+                (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b,
+                                kv_h, BLOCK_N, NUM_STAGES)),
+            ], [1], [_PRODUCER_REGS])
     else:
         for i in gl.static_range(NUM_STAGES - 1):
             _issue_load(k_desc, k_smem, k_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
