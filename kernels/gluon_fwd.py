@@ -8,7 +8,8 @@ the language change alone. Triton decides the layouts, the shared buffers, the s
 the kernel; Gluon leaves every one of them to the program, which says what the hardware does and in which order.
 There is no warp specialization: one warpgroup (4 warps, 128 threads) does everything, as in v13 (stage v19).
 The constexpr PRODUCER_WARP (stage v20, off by default) adds FlashAttention-3's first feature, a TMA producer warp
-with register reallocation: see "A TMA producer warp" below.
+with register reallocation: see "A TMA producer warp" below. TWO_CONSUMERS (on top of PRODUCER_WARP, off by default)
+adds its second, two consumer warpgroups sharing one K/V ring: see "Two consumer warpgroups".
 
 The algorithm
 -------------
@@ -121,6 +122,53 @@ passes the tile's maxnreg (``launch_options``); num_warps stays 4, the default p
 
 Without PRODUCER_WARP none of this is compiled: the kernel is v19's, instruction for instruction.
 
+Two consumer warpgroups (TWO_CONSUMERS, on PRODUCER_WARP)
+---------------------------------------------------------
+
+FlashAttention-3's pairing: a program owns a 128-row Q tile (BLOCK_M = 128) and two consumer warpgroups share it, 64
+rows each, behind one producer warp that loads each K and V block once for both. The kernel forks into three
+partitions (``_consumer_pair``): consumer 0, the default partition (warps 0-3); consumer 1, a 4-warp worker; the
+producer warp, a 1-warp worker, which Triton pads with three idle warps into a warpgroup: 12 warps, 384 threads.
+
+- Each consumer is v20's consumer (``_consumer``, ``_attn_step``: the same steps, products, softmax and releases)
+  of a 64-row program whose query block is m_c = 2 start_m + c: its rows, its causal diagonal, its loop bounds
+  [0, n_free_c) unmasked and [n_free_c, n_total_c) masked, and its O store (64 rows, from its own half of Q's buffer,
+  through a 64-row o_desc) are those of that block. Q arrives as two 64-row TMA copies on one barrier, issued before
+  the fork. With a causal mask consumer 1 has the program's key range and consumer 0 the same or one 64-row block
+  less (the block wholly after its rows, which it skips); without one both have the program's.
+- The ring: NUM_STAGES K and V buffers as in v20, their "empty" barriers now counting 2: the producer refills a
+  buffer once both consumers have released it (one arrive each, after each consumer's own 128-thread CTA barrier).
+  ``_consumer_pair`` gives the parities and why the two consumers' arrives never fall into the wrong phase.
+- The grid: (B*H, cdiv(N, 128)), query blocks reversed as before: half as many programs along axis 1 as with
+  64-row tiles, each with two 64-row consumers, consumer 1 the heavier under a causal mask.
+- Registers: none are reallocated; every warp has the 168 registers that 384 threads can have (ptxas takes 154 at
+  D = 128), one program per SM. setmaxnreg would give the producer's warpgroup 24 and each consumer 240 (maxnreg
+  168), but Triton's warp-specialization lowering (3.6) then holds the worker warps at 120 registers in the loop that
+  dispatches them to their partitions, and ptxas, for the warpgroup MMAs of a worker partition inside that loop,
+  goes by those 120 rather than the partition's 240: it serializes every warpgroup MMA of the kernel (``Potential
+  Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources``, a wait
+  after each HGMMA, in both consumers), with 128x64 and 128x128 tiles alike. (In the PTX edited by hand, the
+  serialization goes when that loop's count is raised to 144, or when no setmaxnreg is left in the loop but the
+  consumer's own.) Without reallocation ptxas keeps the MMAs asynchronous, and the tiles must fit 168 registers:
+  64-row K/V blocks (a 64x64 tile per consumer, 112 registers of tiles, P V in flight as in v20's 64x64); a 64x128
+  tile per consumer spills at D = 64 (8 bytes) and is serialized at D = 128.
+  (One 8-warp consumer partition, the default, would keep setmaxnreg's 240 since no MMA is then in a worker, but
+  Gluon's CTA barrier before each release and wait would then be a 256-thread one, stepping both warpgroups in lock.)
+- Each consumer pays, per step, v20's CTA barriers (128 threads, its own barrier id) before its waits and arrives;
+  the two consumers never wait for each other except through the ring (the producer refills a buffer when the slower
+  one has released it), so one's softmax can run while the other's products do.
+
+What the sm_90 build on the CPU shows (tests/test_gluon_build.py, Triton 3.6's ptxas): at D = 64 and 128, fp16 and
+bf16, causal or not, with two or three stages, the kernel compiles without spills and without the serialization
+warning, in 116-154 registers (D = 128: 146 non-causal, 154 causal; D = 64: 116, 120) and no setmaxnreg; each
+consumer's two KV loops hold one WARPGROUP.DEPBAR per step after eight q k^T and four P V HGMMAs issued back to
+back; the producer warp holds every K and V load; every "empty" barrier is initialized with a count of 2. Without
+TWO_CONSUMERS the SASS is that of the source that the GPU verified as v19 and v20, instruction for instruction.
+Unverified until the GPU runs it (verify.py --stages v19 v20 v21, compute-sanitizer): that the kernel's output is
+right, that the ring's phases are as ``_consumer_pair`` argues (no race, no deadlock), that a TMA copy of a Q half
+wholly past N fills zeros and counts its bytes on Q's barrier, and that the TMA store of a half wholly past N writes
+nothing; and its speed.
+
 The code
 --------
 
@@ -128,13 +176,14 @@ The code
 loads, and calls ``_consumer``, which runs the unmasked then the masked steps (``_attn_step``, which issues the
 look-ahead loads with ``_issue_load``) and stores O. The step counter j runs on from the first loop into the second,
 so the ring and its barrier phases are shared by both. Gluon inlines every ``@gluon.jit`` helper. With
-PRODUCER_WARP, ``_consumer`` is the default partition and ``_kv_producer`` the worker.
+PRODUCER_WARP, ``_consumer`` is the default partition and ``_kv_producer`` the worker; with TWO_CONSUMERS
+``_consumer_pair`` forks into ``_consumer`` twice (the default partition and a worker) and ``_kv_producer``.
 
 The host side: ``descriptors`` makes the four TMA descriptors with the shared layouts the kernel expects, ``grid``
 the launch grid, ``kernel_args`` every parameter of a call, ``launch_options`` its options (num_warps, and with
-PRODUCER_WARP maxnreg); ``compile_for`` compiles the kernel for sm_90 without a GPU, specialized as the JIT would
-specialize it, for the build step to read its machine code; ``forward`` launches it (for a first check on the GPU;
-the project's launcher checks the inputs).
+PRODUCER_WARP alone maxnreg); ``two_consumers_tile`` the tile TWO_CONSUMERS runs at; ``compile_for`` compiles the
+kernel for sm_90 without a GPU, specialized as the JIT would specialize it, for the build step to read its machine
+code; ``forward`` launches it (for a first check on the GPU; the project's launcher checks the inputs).
 """
 from __future__ import annotations
 
@@ -167,6 +216,17 @@ PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
 # The running maximum's start (see "The algorithm"): finite, and no finite scaled score is below it.
 NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
+# TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
+# consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
+# docstring for why not 128-row K/V blocks, and two_consumers_tile for the choice).
+TWO_CONSUMERS_TILES = ((128, 64, 2), (128, 64, 3))
+# Its registers: none are reallocated. Three warpgroups (consumer 0, the default partition; consumer 1; the producer
+# warp and its three idle warps), 12 warps, 384 threads, each with what ptxas may give 384 threads: 65536 / 384
+# rounded down to 8 = 168 (one program per SM). The workers ask for 256 registers each, more than three warpgroups of
+# 168 can give (256 + 256 > 3 x 168): Triton's register allocation (the AllocateWarpGroups pass) then finds no budget
+# and emits no setmaxnreg, and without a maxnreg at launch neither does its warp-specialization lowering.
+TWO_CONSUMERS_REGISTERS = 168
+_NO_REALLOCATION = gl.constexpr(256)
 
 
 @gluon.jit
@@ -289,7 +349,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
-    default partition of the warp-specialized region."""
+    default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
+    default one and a 4-warp worker), on its own 64-row half of Q's buffer (``_consumer_pair``)."""
     dtype: gl.constexpr = k_desc.dtype
     offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
     m_i = gl.full([BLOCK_M], NO_SCORE, gl.float32, row_layout)      # not -inf: the guard of rows without a finite score
@@ -328,9 +389,105 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
 
 
 @gluon.jit
+def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total,
+                   off_b, off_h, kv_h, start_m, N, qk_scale,
+                   IS_CAUSAL: gl.constexpr, CONSUMER_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                   NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, s_layout: gl.constexpr,
+                   o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr):
+    """TWO_CONSUMERS: the fork into three partitions, the two consumer warpgroups and the producer warp.
+
+    Consumer c (0: the default partition, 1: a 4-warp worker) is ``_consumer`` of a 64-row program whose query block
+    is m_c = 2 start_m + c: rows [m_c * 64, m_c * 64 + 64) of the program's 128, on its own half of Q's buffer, with
+    the loop bounds such a program has (below); its offs_m, so its causal mask, and its O store follow from m_c.
+    The producer loads the program's key blocks [0, n_total) once for both. (Every claim below is reasoning and a
+    CPU build; none has run on a GPU yet: see the module's docstring for what is unverified.)
+
+    The loop bounds (CONSUMER_M = BLOCK_N = 64, so a query block and a key block are the same 64 rows). Causal:
+    consumer c's rows see keys [0, min(N, (m_c + 1) * 64)), n_total_c = cdiv(min(N, (m_c + 1) * 64), 64) blocks;
+    the n_free_c = m_c blocks wholly below its first row need no mask, and the rest, its own diagonal block m_c, is
+    masked (keys after the row, and so keys past N for rows below N, get probability 0). Consumer 1's range is the
+    program's: n_total_1 = cdiv(min(N, (start_m + 1) * 128), 64) = n_total. Consumer 0's is m0 + 1 = n_total - 1
+    blocks where the program's second half has a row below N (N > m1 * 64): it skips block m1, wholly after its rows,
+    rather than masking all of it; else (N <= m1 * 64) n_total_0 = n_total = m1. Without a causal mask both
+    consumers have the program's bounds: N // 64 unmasked blocks, then the ragged last one masked by N. Every
+    program has a row below N (start_m * 128 < N), so consumer 0 has at least one block and n_free_c <= n_total_c.
+    A consumer whose rows are all past N (consumer 1 of the last program when N % 128 is in [1, 64]): causal, its
+    n_free_1 = m1 = cdiv(N, 64) = n_total, so it runs the program's (and consumer 0's) blocks 0 .. m1 - 1 unmasked,
+    on a Q half that the TMA filled with zeros (scores 0, finite; keys past N read as zeros too); without a causal
+    mask it runs the program's bounds. Either way it waits for and releases every block consumer 0 does, so the
+    producer is never left waiting for it, and its O store writes nothing (every row is at or past N).
+
+    The ring. Block j goes into slot s = j % NUM_STAGES as that slot's k-th use, k = j // NUM_STAGES; each barrier
+    of the slot completes one phase per use, phase k for block j, and a wait with parity k & 1 passes once phase k
+    has completed as long as phase k + 1 cannot have completed too (the wait cannot tell them apart). Two barriers
+    per buffer (K's and V's apart, each as below):
+
+    - "ready" (k_bars, v_bars, count 1): the producer's expect (one arrive, with the tile's bytes) and the TMA's
+      bytes complete phase k when block j has landed. Consumer c waits for block j with parity k & 1. Phase k + 1
+      needs the load of block j + NUM_STAGES, which the producer issues only after phase k of the slot's "empty"
+      barrier, which needs consumer c's own release of block j (count 2, below), which comes after this wait: so
+      phase k + 1 cannot have completed, and the wait returns exactly when block j is there. (With a count of 1,
+      as in v20, the other consumer's release alone would complete the phase, and block j + NUM_STAGES could
+      overwrite the buffer before consumer c had read block j: the race that the count of 2 closes.)
+    - "empty" (k_empty, v_empty, count 2): the arrivals are the consumers' releases only, one per consumer and block
+      (one thread's arrive after the consumer's 128-thread CTA barrier, once its product that read the buffer has
+      been waited for: K's after the scores, V's after the P V product, with P V in flight in the next step). Each
+      release of block j falls into phase k: consumer c releases block j only after waiting for it to be ready, so
+      after the producer loaded it, so after phase k - 1 had completed (below); and phase k cannot complete
+      without it, since its only other possible arrivals are the other consumer's release of block j and releases
+      of block j + NUM_STAGES, which cannot come before block j + NUM_STAGES is loaded, i.e. before phase k has
+      completed. So phase k completes with the two releases of block j, and nothing else. The producer waits for
+      it before loading block j + NUM_STAGES, with parity (k & 1) ^ 1 before loading block j itself (for phase
+      k - 1; a fresh barrier passes parity 1 at once, as if phase -1 had completed: the first NUM_STAGES loads do
+      not wait); phase k cannot have completed already then (it needs the releases of block j, not yet loaded).
+    - Releases left out. The producer loads blocks 0 .. n_total - 1, and the load of block j waits only for the
+      releases of block j - NUM_STAGES, so those of blocks n_total - NUM_STAGES and later are never waited for and
+      need not come; nor can a later release fall into their slot's phase (the slot is not used again). The
+      consumers leave out: each one its last block's V release (P V in flight: it would be released in the step
+      after, which does not come), block n_total_c - 1; and consumer 0, when it skips block n_total - 1, both of
+      that block's releases, its own last V release then being block n_total - 2's. All within the last two blocks:
+      hence NUM_STAGES >= 2. The barriers end the kernel with those phases incomplete; they are never reused.
+    - No deadlock: the producer waits at block j only for the releases of block j - NUM_STAGES, which each
+      consumer makes in its step j - NUM_STAGES (K) or j - NUM_STAGES + 1 <= j - 1 (V), for blocks already
+      loaded; a consumer waits only for blocks the producer loads in order. Consumer 0, stopping one block early,
+      has made every release the producer waits for (the last load, of block n_total - 1, waits for block
+      n_total - 1 - NUM_STAGES <= n_total - 3: K's released in consumer 0's step n_total - 3, V's in its step
+      n_total - 2, its last).
+
+    The O stores. Consumer c turns its 64 rows of O into 16 bits in its own half of Q's buffer, once its last q k^T
+    product (the only reader of that half: the other consumer never reads it) has been waited for; then
+    fence_async_shared, Gluon's 128-thread CTA barrier of that consumer, one thread's TMA store of its 64 rows at
+    row m_c * 64 of o_desc (block [1, 1, 64, HEAD_DIM]), and store_wait(0) before the partition ends, so that the
+    buffer is not left while the copy engine still reads it. The two stores write disjoint rows; rows at or past N
+    are dropped by the copy engine (a whole box past N included: unverified on the GPU).
+    """
+    m0 = 2 * start_m            # the consumers' 64-row query blocks
+    m1 = m0 + 1
+    if IS_CAUSAL:
+        n_free0 = (m0 * CONSUMER_M) // BLOCK_N
+        n_total0 = gl.cdiv(gl.minimum(N, (m0 + 1) * CONSUMER_M), BLOCK_N)
+        n_free1 = (m1 * CONSUMER_M) // BLOCK_N
+    else:
+        n_free0 = N // BLOCK_N
+        n_total0 = n_total
+        n_free1 = n_free0
+    gl.warp_specialize([
+        (_consumer, (q_smem.index(0), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                     v_empty, n_free0, n_total0, off_b, off_h, kv_h, m0, N, qk_scale, IS_CAUSAL, CONSUMER_M,
+                     BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout)),
+        (_consumer, (q_smem.index(1), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                     v_empty, n_free1, n_total, off_b, off_h, kv_h, m1, N, qk_scale, IS_CAUSAL, CONSUMER_M,
+                     BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout)),
+        (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b, kv_h,
+                        BLOCK_N, NUM_STAGES)),
+    ], [4, 1], [_NO_REALLOCATION, _NO_REALLOCATION])
+
+
+@gluon.jit
 def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False):
+                    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False,
+                    TWO_CONSUMERS: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -339,6 +496,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     Launched on exactly ``grid(B, H, N, BLOCK_M)`` with 4 warps: the query block is read from the grid's size.
     PRODUCER_WARP: a warp-specialized kernel with a TMA producer warp (see the module's docstring); launched with
     ``launch_options(BLOCK_M, BLOCK_N, HEAD_DIM, True)``: num_warps=4 and the tile's maxnreg.
+    TWO_CONSUMERS (with PRODUCER_WARP, BLOCK_M = 128): two consumer warpgroups of 64 rows each; q_desc's and o_desc's
+    block is [1, 1, 64, HEAD_DIM] (``descriptors(..., two_consumers=True)``); launched on ``grid(B, H, N, 128)``
+    with ``launch_options(128, BLOCK_N, HEAD_DIM, True, True)``: num_warps=4 and no maxnreg.
     """
     dtype: gl.constexpr = q_desc.dtype
 
@@ -363,11 +523,24 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # product is issued. Chosen when the three tiles (acc, S in float32, P in 16 bits) take at most 192 of a
     # thread's 255 registers: 64x64 and 64x128 tiles at D = 128, and 128x64 at D = 64; a 128x64 tile at D = 128
     # (224) waits for its P V product within the step, as it would spill otherwise.
-    PV_IN_FLIGHT: gl.constexpr = BLOCK_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
+    # TWO_CONSUMERS: each consumer warpgroup holds CONSUMER_M = BLOCK_M // 2 of the program's rows, and the rule is
+    # its tiles'.
+    CONSUMER_M: gl.constexpr = BLOCK_M // 2 if TWO_CONSUMERS else BLOCK_M
+    PV_IN_FLIGHT: gl.constexpr = CONSUMER_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
 
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
-    q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
+    if TWO_CONSUMERS:
+        # One Q (then O) buffer per consumer, its CONSUMER_M rows: q_desc's and o_desc's block is [1, 1, CONSUMER_M,
+        # HEAD_DIM] (``descriptors(..., two_consumers=True)``), which the kernel checks at compile time.
+        gl.static_assert(PRODUCER_WARP, "TWO_CONSUMERS needs PRODUCER_WARP: the producer warp feeds both consumers")
+        gl.static_assert(BLOCK_M == 128, "TWO_CONSUMERS: a 128-row Q tile, 64 rows per consumer warpgroup")
+        gl.static_assert(NUM_STAGES >= 2, "TWO_CONSUMERS: two stages at least (see _consumer_pair)")
+        gl.static_assert(q_desc.block_type.shape[2] == CONSUMER_M, "TWO_CONSUMERS: q_desc's block has 64 rows")
+        gl.static_assert(o_desc.block_type.shape[2] == CONSUMER_M, "TWO_CONSUMERS: o_desc's block has 64 rows")
+        q_smem = gl.allocate_shared_memory(dtype, [2, 1, 1, CONSUMER_M, HEAD_DIM], q_desc.layout)
+    else:
+        q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -384,8 +557,13 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
         mbarrier.init(k_bars.index(i), count=1)
         mbarrier.init(v_bars.index(i), count=1)
         if PRODUCER_WARP:
-            mbarrier.init(k_empty.index(i), count=1)    # one arrive per release: Gluon issues it from one thread
-            mbarrier.init(v_empty.index(i), count=1)
+            if TWO_CONSUMERS:
+                # A buffer is free once both consumers have released it: one arrive from each (see _consumer_pair).
+                mbarrier.init(k_empty.index(i), count=2)
+                mbarrier.init(v_empty.index(i), count=2)
+            else:
+                mbarrier.init(k_empty.index(i), count=1)    # one arrive per release: Gluon issues it from one thread
+                mbarrier.init(v_empty.index(i), count=1)
     fence_async_shared()
 
     # The loop bounds: key blocks [0, n_free) need no mask, [n_free, n_total) do.
@@ -399,17 +577,31 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
 
     # Q once (by the warpgroup, before any fork: it is in flight while the producer warp starts), then the K and V
     # loads: the first NUM_STAGES - 1 blocks here and the rest from the steps, or all of them by the producer warp.
-    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
+    if TWO_CONSUMERS:
+        # Both halves of the Q tile on one barrier: one expect of both tiles' bytes (an expect is also the
+        # barrier's one arrive, so a second expect could come after the first tile had completed the phase), two
+        # copies. A half wholly past N reads as zeros, and its bytes still count (unverified on the GPU).
+        mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
+        for c in gl.static_range(2):
+            tma.async_copy_global_to_shared(q_desc, [off_b, off_h, (2 * start_m + c) * CONSUMER_M, 0], q_bar,
+                                            q_smem.index(c))
+    else:
+        mbarrier.expect(q_bar, q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
     if PRODUCER_WARP:
-        gl.warp_specialize([
-            (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
-                         n_free, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, BLOCK_M, BLOCK_N,
-                         HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout, p_layout,
-                         row_layout)),
-            (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b, kv_h,
-                            BLOCK_N, NUM_STAGES)),
-        ], [1], [_PRODUCER_REGS])
+        if TWO_CONSUMERS:
+            _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
+                           n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
+                           HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout)
+        else:
+            gl.warp_specialize([
+                (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                             v_empty, n_free, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, BLOCK_M,
+                             BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout,
+                             p_layout, row_layout)),
+                (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b,
+                                kv_h, BLOCK_N, NUM_STAGES)),
+            ], [1], [_PRODUCER_REGS])
     else:
         for i in gl.static_range(NUM_STAGES - 1):
             _issue_load(k_desc, k_smem, k_bars, i, n_total, off_b, kv_h, BLOCK_N, NUM_STAGES)
@@ -434,18 +626,20 @@ def _gl_dtype(torch_dtype):
     return {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}[torch_dtype]
 
 
-def descriptors(q, k, v, out, block_m: int, block_n: int) -> tuple:
+def descriptors(q, k, v, out, block_m: int, block_n: int, two_consumers: bool = False) -> tuple:
     """Host TMA descriptors (Gluon's TensorDescriptor) of q, k, v and out, whole 4-D (B, heads, N, D) tensors; a
-    block is one (batch, head)'s block_m rows of q and out, or block_n rows of k and v. A dimension of size 1 is
-    never stepped over: it gets a stride that TMA accepts (D elements), as in kernels.launcher.host_descriptors."""
+    block is one (batch, head)'s block_m rows of q and out, or block_n rows of k and v; with two_consumers (the
+    kernel's TWO_CONSUMERS) block_m // 2 rows of q and out, one consumer's. A dimension of size 1 is never stepped
+    over: it gets a stride that TMA accepts (D elements), as in kernels.launcher.host_descriptors."""
     D = q.shape[-1]
     dt = _gl_dtype(q.dtype)
+    q_rows = block_m // 2 if two_consumers else block_m
 
     def strides(t):
         return [st if n > 1 else D for st, n in zip(t.stride()[:-1], t.shape[:-1])] + [1]
 
     return tuple(TensorDescriptor(t, list(t.shape), strides(t), [1, 1, rows, D], shared_layout(rows, D, dt))
-                 for t, rows in ((q, block_m), (k, block_n), (v, block_n), (out, block_m)))
+                 for t, rows in ((q, q_rows), (k, block_n), (v, block_n), (out, q_rows)))
 
 
 def grid(B: int, H: int, N: int, block_m: int) -> tuple:
@@ -455,17 +649,21 @@ def grid(B: int, H: int, N: int, block_m: int) -> tuple:
 
 
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
-                sm_scale: float | None = None, producer_warp: bool = False) -> dict:
+                sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
-    options of ``launch_options(block_m, block_n, D, producer_warp)``)."""
+    options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
+    producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
+    if two_consumers and not producer_warp:
+        raise ValueError("two_consumers (the Gluon kernel's TWO_CONSUMERS) needs producer_warp: the producer warp "
+                         "loads K and V once for both consumer warpgroups")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n)
+    q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n, two_consumers)
     return dict(q_desc=q_desc, k_desc=k_desc, v_desc=v_desc, o_desc=o_desc, qk_scale=float(sm_scale) * LOG2E,
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
-                IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp))
+                IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -474,23 +672,45 @@ def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
     return block_m * (head_dim + block_n + block_n // 2) // 128
 
 
-def producer_registers(block_m: int, block_n: int, head_dim: int) -> dict:
+def producer_registers(block_m: int, block_n: int, head_dim: int, two_consumers: bool = False) -> dict:
     """With PRODUCER_WARP: the kernel's maxnreg at launch and the registers per thread that setmaxnreg gives the
-    producer's and the consumer's warpgroups (Triton's rule: the consumer gets 2 * maxnreg - producer)."""
+    producer's and the consumer's warpgroups (Triton's rule: the consumer gets 2 * maxnreg - producer). With
+    two_consumers (TWO_CONSUMERS) nothing is reallocated: every warpgroup has the 168 registers per thread that 384
+    threads can have, and the launch passes no maxnreg (None)."""
+    if two_consumers:       # no reallocation, and no maxnreg at launch (see TWO_CONSUMERS_REGISTERS)
+        return {"maxnreg": None, "producer": TWO_CONSUMERS_REGISTERS, "consumer": TWO_CONSUMERS_REGISTERS}
     maxnreg = (PRODUCER_WARP_MAXNREG if tile_registers(block_m, block_n, head_dim) <= 192
                else PRODUCER_WARP_MAXNREG_WIDE)
     return {"maxnreg": maxnreg, "producer": PRODUCER_WARP_NUM_REGS,
             "consumer": (2 * maxnreg - PRODUCER_WARP_NUM_REGS) // 8 * 8}
 
 
-def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: bool = False) -> dict:
+def two_consumers_tile(D: int, N: int | None = None) -> tuple:
+    """The tile (block_m, block_n, num_warps, num_stages), kernels.stages.Tile's fields, that TWO_CONSUMERS runs at
+    for head dim D and sequence length N: 128x64 with three stages at every D and N. The tile is fixed by the
+    registers (64-row K/V blocks: see TWO_CONSUMERS_TILES); the ring's depth is free, since one program runs per SM
+    whatever it is (its 384 threads take 61440 of the SM's 65536 registers) and three stages take 128 KiB of shared
+    memory at D = 128 (96 KiB with two): the third stage gives the two consumers, which drift apart, a block more of
+    slack before the slower one holds the producer up, at no cost in programs per SM. N does not change the choice
+    (v13's tuned tiles differ with N by their programs per SM and their tile's rows, both fixed here)."""
+    if D not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
+    return (128, 64, NUM_WARPS, 3)
+
+
+def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: bool = False,
+                   two_consumers: bool = False) -> dict:
     """The launch (and compile) options of `_gluon_attn_fwd` for this tile: num_warps=4 (the warpgroup; with
     PRODUCER_WARP the default partition, to which the compiler adds the producer warp's warpgroup: 8 warps, 256
-    threads), and with PRODUCER_WARP maxnreg, the registers per thread at launch that the partitions' setmaxnreg
-    share out (``producer_registers``; without it Triton assumes 65536 / 256 = 256 and asks setmaxnreg for more
-    than a thread can have)."""
+    threads; with TWO_CONSUMERS consumer 0, to which it adds consumer 1's warpgroup and the producer's: 12 warps,
+    384 threads), and with PRODUCER_WARP maxnreg, the registers per thread at launch that the partitions'
+    setmaxnreg share out (``producer_registers``; without it Triton assumes 65536 / 256 = 256 and asks setmaxnreg
+    for more than a thread can have). With TWO_CONSUMERS no maxnreg: given one, Triton's warp-specialization
+    lowering would reallocate registers around its partitions' dispatch loop (the workers waiting in it at 120),
+    and ptxas would then serialize every warpgroup MMA of the consumer in the worker partition (see
+    TWO_CONSUMERS_REGISTERS and the module's docstring)."""
     opts = {"num_warps": NUM_WARPS}
-    if producer_warp:
+    if producer_warp and not two_consumers:
         opts["maxnreg"] = producer_registers(block_m, block_n, head_dim)["maxnreg"]
     return opts
 
@@ -519,11 +739,12 @@ def specialize(kwargs: dict) -> tuple:
 
 
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
-                num_stages: int = 3, num_warps: int = NUM_WARPS, producer_warp: bool = False):
+                num_stages: int = 3, num_warps: int = NUM_WARPS, producer_warp: bool = False,
+                two_consumers: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
-    producer_warp: the PRODUCER_WARP kernel, with its launch options. Returns Triton's CompiledKernel
-    (.asm["ttgir"], ["ptx"], ["cubin"]; .metadata.shared)."""
+    producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
+    TWO_CONSUMERS kernel. Returns Triton's CompiledKernel (.asm["ttgir"], ["ptx"], ["cubin"]; .metadata.shared)."""
     import torch
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -534,22 +755,24 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
         shape = (shape.B, shape.H, shape.H_kv, shape.N, shape.D)
     B, H, H_kv, N, D = shape
     dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    check_config(D, dt, block_m, block_n, num_stages, num_warps)
+    check_config(D, dt, block_m, block_n, num_stages, num_warps, two_consumers=two_consumers)
     # Tensors on the meta device: no memory, and an address of 0, which is 16-byte aligned like a real one.
     q = torch.empty((B, H, N, D), dtype=dt, device="meta")
     k = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
-                         producer_warp=producer_warp)
+                         producer_warp=producer_warp, two_consumers=two_consumers)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
                           # no num_stages: Gluon does no pipelining of its own
-                          options=launch_options(block_m, block_n, D, producer_warp))
+                          options=launch_options(block_m, block_n, D, producer_warp, two_consumers))
 
 
-def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS) -> None:
-    """Raise ValueError for a head dim, dtype or tile the kernel does not support."""
+def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS,
+                 two_consumers: bool = False) -> None:
+    """Raise ValueError for a head dim, dtype or tile the kernel does not support (with two_consumers: that the
+    TWO_CONSUMERS kernel does not take, ``TWO_CONSUMERS_TILES``)."""
     import torch
     if dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"the Gluon kernel takes float16 or bfloat16, got {dtype}")
@@ -557,6 +780,12 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
         raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
     if num_warps != NUM_WARPS:
         raise ValueError(f"the Gluon kernel runs one warpgroup (num_warps={NUM_WARPS}), got num_warps={num_warps}")
+    if two_consumers:
+        if (block_m, block_n, num_stages) not in TWO_CONSUMERS_TILES:
+            raise ValueError(f"the Gluon kernel with two consumer warpgroups takes the tiles (block_m, block_n, "
+                             f"num_stages) {list(TWO_CONSUMERS_TILES)} (a 128-row Q tile, 64 rows per consumer); "
+                             f"got {block_m}x{block_n} with {num_stages} stages")
+        return
     if block_m not in SUPPORTED_BLOCK_M or block_n not in SUPPORTED_BLOCK_N or num_stages not in SUPPORTED_STAGES:
         raise ValueError(f"the Gluon kernel supports block_m in {SUPPORTED_BLOCK_M}, block_n in {SUPPORTED_BLOCK_N} "
                          f"and num_stages in {SUPPORTED_STAGES}; got {block_m}x{block_n} with {num_stages} stages")
@@ -567,17 +796,26 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
                          "use 128x64 or 64x128")
 
 
-def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int = 64, block_n: int = 64,
-            num_stages: int = 3, out=None, producer_warp: bool = False):
+def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int | None = None,
+            block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
+            two_consumers: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
-    strides multiples of 16 bytes. Returns out (a fresh tensor like q unless given)."""
+    strides multiples of 16 bytes. The tile defaults to 64x64 with 3 stages, and with two_consumers (which turns
+    producer_warp on: TWO_CONSUMERS is built on it) to ``two_consumers_tile(D, N)``. Returns out (a fresh tensor
+    like q unless given)."""
     import torch
     B, H, N, D = q.shape
-    check_config(D, q.dtype, block_m, block_n, num_stages)
+    producer_warp = producer_warp or two_consumers
+    default = two_consumers_tile(D, N) if two_consumers else (64, 64, NUM_WARPS, 3)
+    block_m = default[0] if block_m is None else block_m
+    block_n = default[1] if block_n is None else block_n
+    num_stages = default[3] if num_stages is None else num_stages
+    check_config(D, q.dtype, block_m, block_n, num_stages, two_consumers=two_consumers)
     if out is None:
         out = torch.empty_like(q)
-    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp)
-    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **launch_options(block_m, block_n, D, producer_warp))
+    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers)
+    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **launch_options(block_m, block_n, D, producer_warp,
+                                                                        two_consumers))
     return out

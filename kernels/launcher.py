@@ -16,7 +16,8 @@ from . import inputs
 from .defaults import default_stage
 from .flash_fwd import _attn_fwd
 from .stages import (ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switches, default_tile, frozen_switches,
-                     get_stage, head_group_size, is_gluon, register_cap, variant_name, GLUON_STAGES, TRITON_SWITCHES)
+                     get_stage, head_group_size, is_gluon, missing_requirements, register_cap, variant_name,
+                     GLUON_STAGES, TRITON_SWITCHES)
 
 LOG2E = math.log2(math.e)
 TENSOR_ARGS = ("Q", "K", "V", "Out")  # the kernel's first four parameters: tensors, or TMA descriptors of them
@@ -81,7 +82,7 @@ class Launch:
             from .gluon_fwd import launch_options
             return {"num_stages": self.tile.num_stages,
                     **launch_options(self.tile.block_m, self.tile.block_n, self.kwargs["HEAD_DIM"],
-                                     bool(self.kwargs["PRODUCER_WARP"]))}
+                                     bool(self.kwargs["PRODUCER_WARP"]), bool(self.kwargs["TWO_CONSUMERS"]))}
         cap = register_cap(self.switches, self.tile)
         return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages,
                 **({"maxnreg": cap} if cap else {})}
@@ -169,10 +170,15 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
         raise ValueError(f"{label}: the Gluon kernel has one schedule, v13's switches; a Gluon variant turns only the "
                          f"Gluon switches {list(GLUON)} on or off (this one adds {extra} and lacks {missing}); "
                          f"for other Triton switches use a Triton stage")
+    for switch, required in missing_requirements(switches):
+        raise ValueError(f"{label}: {switch} is built on {required} ({ALL_SWITCHES[switch].stage} on "
+                         f"{ALL_SWITCHES[required].stage}); turn {required} on too, or {switch} off")
     inputs.check_gluon_device(label, q)
     from . import gluon_fwd
+    two_consumers = "two_consumers" in switches
     try:
-        gluon_fwd.check_config(q.shape[-1], q.dtype, t.block_m, t.block_n, t.num_stages, t.num_warps)
+        gluon_fwd.check_config(q.shape[-1], q.dtype, t.block_m, t.block_n, t.num_stages, t.num_warps,
+                               two_consumers=two_consumers)
     except ValueError as err:       # a refusal, as Triton's of a tile: the caller chooses another stage or tile
         raise TileNotSupportedError(f"{label}: {err}; use a Triton stage (e.g. v13) for this call") from None
     B, H, N, _ = q.shape
@@ -181,7 +187,7 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
         raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
                          f"split the sequence, or use a larger block_m")
     kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale,
-                                   producer_warp="producer_warp" in switches)
+                                   producer_warp="producer_warp" in switches, two_consumers=two_consumers)
     return Launch(label, switches, t, grid, kwargs)
 
 
@@ -297,7 +303,7 @@ class _Plan:
         """The kernel's first four arguments for this call: the tensors, or host TMA descriptors of them."""
         if self.gluon:
             from .gluon_fwd import descriptors
-            return descriptors(q, k, v, out, self.tile.block_m, self.tile.block_n)
+            return descriptors(q, k, v, out, self.tile.block_m, self.tile.block_n, "two_consumers" in self.switches)
         return host_descriptors(q, k, v, out, self.tile) if self.host_desc else (q, k, v, out)
 
     def kernel_args(self, q, k, v, out) -> dict:

@@ -28,6 +28,7 @@ class Switch:
     change: str
     kernel_arg: str  # the tl.constexpr that turns it on ("" for a switch that only the host sees: a tile choice)
     replaces: tuple = ()  # switches of earlier stages that this one turns off (its stage and later ones lack them)
+    requires: tuple = ()  # switches it is built on: a variant with it on and one of them off is refused
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,12 @@ GLUON: Mapping[str, Switch] = {
                "multiplies and does the softmax; setmaxnreg gives the producer's warpgroup 24 registers per thread "
                "and the consumer the rest",
                "PRODUCER_WARP"),
+        Switch("two_consumers", "v21",
+               "two consumer warpgroups (FlashAttention-3's second feature): a program owns 128 query rows, 64 per "
+               "consumer warpgroup, and the producer warp loads each K/V block (64 rows, a ring of three) once for "
+               "both, whose releases it waits for; grid (B*H, cdiv(N, 128)), 12 warps and one program per SM, no "
+               "register reallocation (with it ptxas serializes the warpgroup MMAs)",
+               "TWO_CONSUMERS", requires=("producer_warp",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}
@@ -179,6 +186,10 @@ HOPPER_TILE = Tile(64, 64, 4, 3)        # one warpgroup of 64 query rows: wgmma'
 HOPPER_TILE_D256 = Tile(64, 32, 4, 2)   # D = 256: the K and V stages of 64x64x3 do not fit in 227 KiB
 THREE_PER_SM_TILE = Tile(64, 64, 4, 2)  # three_per_sm: with Q in registers, 65568 B of shared memory per program
 TWO_WARPGROUPS_TILE = Tile(128, 64, 8, 2)  # two_warpgroups: 98336 B of shared memory per program
+# two_consumers (Gluon): 128 query rows per program, 64 per consumer warpgroup, 64-row K/V blocks in a ring of three;
+# num_warps is the default partition's (consumer 0): the compiled kernel has 12 warps (kernels.gluon_fwd, which
+# takes this tile and 128x64 with two stages only: two_consumers_tile, TWO_CONSUMERS_TILES)
+TWO_CONSUMERS_TILE = Tile(128, 64, 4, 3)
 REGISTERS_PER_SM = ARCHS[90].registers_per_sm                     # the H200's, from kernels.gpus
 REGISTER_ALLOCATION_UNIT = ARCHS[90].register_alloc_unit // 32     # per thread (the allocation is per warp)
 
@@ -193,6 +204,10 @@ def head_group_size(N: int, D: int, element_bytes: int, group: int, heads: int, 
     n_groups = math.ceil(heads / fit)
     size = math.ceil(math.ceil(heads / n_groups) / group) * group
     return min(heads, size)
+
+
+# Gluon switches that set a variant's tile at every N (D <= 128), whatever tuned_tiles says: the kernel takes no other.
+GLUON_TILES = {"two_consumers": TWO_CONSUMERS_TILE}
 
 
 # Switches that set a variant's tile at every N (D <= 128; the first on wins) and how many programs of it share an SM:
@@ -236,10 +251,13 @@ def tuned_tile(D: int, N: int) -> Tile | None:
 
 
 def default_tile(switches: Iterable[str], D: int = 128, N: int | None = None) -> Tile:
-    """The tile a variant runs at unless one is given: with `two_warpgroups` or `three_per_sm` (D <= 128) its tile at
-    every N; else with `tuned_tiles` and a known N, the recorded choice at that N (where this head dim was tuned); else
-    the Hopper tile once `hopper_tile` is on; else the article's."""
+    """The tile a variant runs at unless one is given: with `two_consumers`, `two_warpgroups` or `three_per_sm` (D <=
+    128) its tile at every N; else with `tuned_tiles` and a known N, the recorded choice at that N (where this head
+    dim was tuned); else the Hopper tile once `hopper_tile` is on; else the article's."""
     switches = frozenset(switches)
+    for switch, own in GLUON_TILES.items():
+        if switch in switches and D <= 128:
+            return own
     for switch, (own, _) in SM_SHARING_TILES.items():
         if switch in switches and D <= 128:
             return own
@@ -289,6 +307,12 @@ def launch_signature(switches: Iterable[str], D: int = 128, N: int | None = None
     switches = frozenset(switches)
     args = frozenset(ALL_SWITCHES[s].kernel_arg for s in switches if ALL_SWITCHES[s].kernel_arg)
     return args, default_tile(switches, D, N)
+
+
+def missing_requirements(switches: Iterable[str]) -> list:
+    """(switch, required switch) for every switch on whose `requires` names a switch that is off."""
+    switches = frozenset(switches)
+    return [(s, r) for s in ALL_SWITCHES if s in switches for r in ALL_SWITCHES[s].requires if r not in switches]
 
 
 def stage_adding(switch: str) -> str:
@@ -374,10 +398,13 @@ def variant_name(switches: Iterable[str]) -> str:
 def leave_one_out(base: str = FINAL) -> dict:
     """Variants of `base` with one of its switches turned off, by name; of a Gluon stage, one of the Gluon kernel's
     own feature switches (its schedule's Triton switches are fixed in that kernel, and without `gluon` it would be
-    the Triton stage it came from, which is measured as a stage)."""
+    the Triton stage it came from, which is measured as a stage). A switch that another switch on requires is not
+    left out (v21 without producer_warp would be two_consumers without the producer warp it is built on, which no
+    kernel has)."""
     on = get_stage(base).switches
     own = [s for s in GLUON if s != "gluon"] if is_gluon(on) else (*SWITCHES, *BEYOND)
-    return {without(base, s): on - {s} for s in own if s in on}
+    required = {r for s in on for r in ALL_SWITCHES[s].requires}
+    return {without(base, s): on - {s} for s in own if s in on and s not in required}
 
 
 def add_one_in(base: str = BASELINE) -> dict:

@@ -274,6 +274,18 @@ def test_a_gluon_stage_on_the_cpu_says_where_it_runs_and_what_to_use_instead():
         attention(q, k, v, stage=GLUON_STAGES[0])
 
 
+def test_a_gluon_switch_without_the_switch_it_is_built_on_is_refused():
+    """two_consumers (v21) is built on producer_warp (v20): without it the variant is refused, naming both, before
+    anything is launched (on the CPU too)."""
+    from kernels.stages import STAGES, stage_adding
+    q = torch.randn(1, 2, 16, 64).half()
+    k = v = torch.randn(1, 1, 16, 64).half()
+    switches = STAGES[stage_adding("two_consumers")].switches - {"producer_warp"}
+    with pytest.raises(ValueError, match=r"two_consumers is built on producer_warp \(v21 on v20\); turn producer_warp "
+                                         r"on too, or two_consumers off"):
+        attention(q, k, v, switches=switches)
+
+
 def test_a_gluon_variant_takes_only_the_gluon_switches():
     """The Gluon kernel has one schedule (v13's switches): adding or dropping a Triton switch is refused, saying so."""
     from kernels.stages import GLUON, GLUON_BASE

@@ -3,9 +3,11 @@ what the kernel says it does: Hopper's warpgroup MMA (HGMMA, never mma.sync's HM
 loads and a TMA store, base-2 exponentials, no spills, and a KV loop that issues the next block's loads before its
 own products. With PRODUCER_WARP (stage v20) the kernel is warp-specialized: a one-warp partition issues every K and
 V load, the consumer warpgroup keeps the products, and setmaxnreg moves registers from the first to the second;
-without it the kernel has no partition. Gluon kernels do not run in Triton's interpreter, which these tests set up
-elsewhere: the kernels are compiled in a subprocess without TRITON_INTERPRET, and their correctness is a GPU
-test's."""
+without it the kernel has no partition. With TWO_CONSUMERS too (stage v21) two 4-warp consumer partitions share the
+producer's K/V ring, without register reallocation and without serialized warpgroup MMAs. With either switch off the
+kernel is the one the GPU verified (the same SASS as the source that a sealed grid of data/ records). Gluon kernels
+do not run in Triton's interpreter, which these tests set up elsewhere: the kernels are compiled in a subprocess
+without TRITON_INTERPRET, and their correctness is a GPU test's."""
 import json
 import os
 import re
@@ -52,39 +54,114 @@ PRODUCER_CONFIGS = {
 CONFIGS["64x64s3-bf16-noncausal-D64"] = ((2, 16, 8, 1024, 64), "bfloat16", False, 64, 64, 3)   # a twin of the above
 PRODUCER_LOOPED = [name for name in PRODUCER_CONFIGS if PRODUCER_CONFIGS[name][0][3] > 1]
 
+# The kernel with TWO_CONSUMERS (stage v21, on PRODUCER_WARP): name -> (shape, dtype, causal, block_m, block_n,
+# num_stages, the PRODUCER_WARP configuration whose consumer runs the same 64x64 steps, or None). Its one tile,
+# 128x64 with three stages (two also taken), at both head dims, both dtypes, causal and not, ragged and N = 1.
+TWO_CONSUMER_CONFIGS = {
+    "tc-128x64s3": (HEADLINE, "float16", True, 128, 64, 3, "pw-64x64s3"),
+    "tc-128x64s2": (HEADLINE, "float16", True, 128, 64, 2, None),
+    "tc-128x64s3-bf16": (HEADLINE, "bfloat16", True, 128, 64, 3, None),
+    "tc-128x64s3-noncausal": (HEADLINE, "float16", False, 128, 64, 3, None),
+    "tc-128x64s3-D64": ((2, 16, 8, 1024, 64), "float16", True, 128, 64, 3, None),
+    "tc-128x64s3-bf16-noncausal-D64": ((2, 16, 8, 1024, 64), "bfloat16", False, 128, 64, 3, None),
+    "tc-128x64s3-ragged": ((1, 4, 4, 1000, 128), "float16", True, 128, 64, 3, None),
+    "tc-128x64s3-N1": ((1, 1, 1, 1, 64), "bfloat16", False, 128, 64, 3, None),
+}
+TWO_CONSUMER_LOOPED = [name for name in TWO_CONSUMER_CONFIGS if TWO_CONSUMER_CONFIGS[name][0][3] > 1]
+# Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
+# kernel must be that one, instruction for instruction.
+VERIFIED_PREFIX = "verified:"
+
 _COMPILE = textwrap.dedent("""
-    import json, sys
+    import importlib.util, json, subprocess, sys
     from pathlib import Path
+    from kernels.build import NVIDIA_BIN
     from kernels.gluon_fwd import compile_for
     configs, out = json.loads(sys.argv[1]), Path(sys.argv[2])
-    for name, (shape, dtype, causal, bm, bn, stages, producer) in configs.items():
-        k = compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer)
-        d = out / name
+    for name, (shape, dtype, causal, bm, bn, stages, producer, two, source) in configs.items():
+        if source:          # another version of kernels/gluon_fwd.py, as a module of its own
+            spec = importlib.util.spec_from_file_location("gluon_fwd_" + Path(source).parent.name, source)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            k = module.compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer)
+        else:
+            k = compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer,
+                            two_consumers=two)
+        d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
         (d / "kernel.ptx").write_text(k.asm["ptx"])
         (d / "kernel.ttgir").write_text(k.asm["ttgir"])
         (d / "meta.json").write_text(json.dumps({"shared": k.metadata.shared, "num_warps": k.metadata.num_warps}))
+        # ptxas's own report of the PTX (registers, spills, and its warnings: a serialized warpgroup MMA)
+        ptxas = subprocess.run([str(NVIDIA_BIN / "ptxas"), "-arch=sm_90a", "-v", str(d / "kernel.ptx"), "-o",
+                                str(d / "ptxas.cubin")], capture_output=True, text=True, check=True)
+        (d / "ptxas.txt").write_text(ptxas.stdout + ptxas.stderr)
 """)
+
+
+def verified_source(tmp: Path) -> tuple | None:
+    """(commit, path of a copy) of the newest committed version of kernels/gluon_fwd.py that a sealed GPU grid of
+    data/ verified (its SHA-256 recorded with the grid, as tests/test_stages.py reads them) with v19 and v20 right
+    and none wrong, or None when there is no git history to read it from."""
+    import hashlib
+
+    import pandas as pd
+
+    from pipeline import seal
+    verified = set()
+    for grid in (ROOT / "data" / "nvidia-h200").rglob("correctness.csv"):
+        folder = next((p for p in grid.parents if (p / seal.NAME).exists()), None)
+        if folder is None:
+            continue
+        hashes = {}
+        for record in (grid.parent / "env.json", folder / "kernel_sha256.json"):
+            if record.exists():
+                data = json.loads(record.read_text())
+                hashes.update(data.get("kernel_sha256", data))
+        c = pd.read_csv(grid)
+        if all((c[c.variant == st].status == "ok").any() and not (c[c.variant == st].status == "WRONG").any()
+               for st in ("v19", "v20")) and "kernels/gluon_fwd.py" in hashes:
+            seal.verify(folder)
+            verified.add(hashes["kernels/gluon_fwd.py"])
+    log = subprocess.run(["git", "log", "--format=%H", "--", "kernels/gluon_fwd.py"], cwd=ROOT, capture_output=True,
+                         text=True, check=False)
+    if log.returncode != 0:
+        return None
+    for commit in log.stdout.split():
+        text = subprocess.run(["git", "show", f"{commit}:kernels/gluon_fwd.py"], cwd=ROOT, capture_output=True,
+                              check=True).stdout
+        if hashlib.sha256(text).hexdigest() in verified:
+            path = tmp / commit[:12] / "gluon_fwd.py"
+            path.parent.mkdir(parents=True)
+            path.write_bytes(text)
+            return commit, path
+    return None
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """Every configuration compiled for sm_90 in one subprocess (without the interpreter), then read back: name ->
-    dict of the metrics, the SASS text and the TTGIR."""
+    dict of the metrics, the SASS text and the TTGIR; with those of TWO_CONSUMERS off compiled again from the
+    GPU-verified source, under VERIFIED_PREFIX + name ("verified" -> its commit)."""
     from kernels.build import RESOURCE_LINE, _tool, sass_mix
     from kernels.gpus import blocks_per_sm
 
     out = tmp_path_factory.mktemp("gluon_build")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    configs = {**{name: [*c, False] for name, c in CONFIGS.items()},
-               **{name: [*c[:6], True] for name, c in PRODUCER_CONFIGS.items()}}
+    configs = {**{name: [*c, False, False, ""] for name, c in CONFIGS.items()},
+               **{name: [*c[:6], True, False, ""] for name, c in PRODUCER_CONFIGS.items()},
+               **{name: [*c[:6], True, True, ""] for name, c in TWO_CONSUMER_CONFIGS.items()}}
+    source = verified_source(out / "sources")
+    if source is not None:
+        configs.update({VERIFIED_PREFIX + name: [*c[:8], str(source[1])] for name, c in list(configs.items())
+                        if not c[7]})
     proc = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(configs), str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    result = {}
+    result = {"verified": None if source is None else source[0]}
     for name in configs:
-        d = out / name
+        d = out / name.replace(":", "_")
         sass = _tool("cuobjdump", "-sass", str(d / "kernel.cubin"))
         usage = RESOURCE_LINE.search(_tool("cuobjdump", "-res-usage", str(d / "kernel.cubin")))
         registers, stack, _, local = (int(x) for x in usage.groups())
@@ -93,7 +170,7 @@ def built(tmp_path_factory):
         mix = sass_mix(sass)
         result[name] = dict(registers=registers, stack=stack, local=local, shared=shared, mix=mix, sass=sass,
                             ttgir=(d / "kernel.ttgir").read_text(), ptx=(d / "kernel.ptx").read_text(),
-                            num_warps=num_warps,
+                            ptxas=(d / "ptxas.txt").read_text(), num_warps=num_warps,
                             blocks_per_sm=blocks_per_sm(90, registers, shared, num_warps)["blocks_per_sm"])
     return result
 
@@ -362,6 +439,150 @@ def test_producer_shared_memory_and_programs_per_sm(built):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# With the switches off: the kernel the GPU verified
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [*CONFIGS, *PRODUCER_CONFIGS])
+def test_with_two_consumers_off_the_kernel_is_the_verified_one(built, name):
+    """v19's and v20's kernels (TWO_CONSUMERS off) have the SASS, instruction for instruction, of the newest
+    committed source of kernels/gluon_fwd.py that a sealed GPU grid verified with v19 and v20 right: a switch added
+    since changes nothing in them, so their GPU verification still holds for them (tests/test_stages.py's check of
+    the current source is the one that waits for the GPU)."""
+    if built["verified"] is None:
+        pytest.skip("no git history to read the verified source from")
+    assert built[name]["sass"] == built[VERIFIED_PREFIX + name]["sass"], (name, built["verified"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# TWO_CONSUMERS (stage v21): two consumer warpgroups behind the producer warp
+# ---------------------------------------------------------------------------------------------------------------
+
+def _tc(name):
+    shape, dtype, causal, bm, bn, stages, twin = TWO_CONSUMER_CONFIGS[name]
+    return shape[4], bn, stages, twin
+
+
+@pytest.mark.parametrize("name", TWO_CONSUMER_CONFIGS)
+def test_two_consumers_compile_without_spilling_or_serialized_mmas(built, name):
+    """At most the 168 registers per thread that 384 threads can have, no spills, and ptxas keeps the warpgroup MMAs
+    asynchronous: no 'wgmma.mma_async instructions are serialized' warning (it comes with setmaxnreg: see the
+    kernel's docstring). One program per SM (384 threads; the 128-row program does the work of two of v20's), except
+    at N = 1, where the compiler drops the KV loops and their registers."""
+    m = built[name]
+    assert 0 < m["registers"] <= 168
+    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0, f"{name} spills"
+    assert m["local"] == 0 and m["stack"] == 0
+    assert "0 bytes spill stores, 0 bytes spill loads" in m["ptxas"]
+    assert "serialized" not in m["ptxas"] and "C7512" not in m["ptxas"], m["ptxas"]
+    assert m["blocks_per_sm"] == 1 or name not in TWO_CONSUMER_LOOPED
+
+
+@pytest.mark.parametrize("name", TWO_CONSUMER_CONFIGS)
+def test_two_consumers_are_three_partitions_without_register_reallocation(built, name):
+    """ttg.warp_specialize with two workers, a 4-warp consumer and the 1-warp producer (the default partition is the
+    other consumer): 12 warps, 384 threads. No maxnreg and no setmaxnreg anywhere: every warp keeps its registers."""
+    m = built[name]
+    ttgir, ptx = m["ttgir"], m["ptx"]
+    assert ttgir.count("ttg.warp_specialize(") == 1
+    assert re.search(r"partition0\(.*\) num_warps\(4\)", ttgir) and re.search(r"partition1\(.*\) num_warps\(1\)", ttgir)
+    assert "partition2(" not in ttgir and "ttg.maxnreg" not in ttgir
+    assert ".reqntid 384" in ptx and m["num_warps"] == 12
+    assert "setmaxnreg" not in ptx and ".maxnreg" not in ptx and "USETMAXREG" not in m["sass"]
+
+
+@pytest.mark.parametrize("name", TWO_CONSUMER_CONFIGS)
+def test_two_consumers_share_one_ring_whose_buffers_both_release(built, name):
+    """Shared memory: two 64-row halves of Q (O on the way out) and one K/V ring of 64-row blocks, for both
+    consumers. Its "empty" barriers count 2 arrivals (one release per consumer), the ready barriers and Q's 1. The
+    consumers' CTA barriers are 128-thread ones, each consumer its own barrier id; none spans both."""
+    D, bn, stages, _ = _tc(name)
+    m = built[name]
+    tiles = 2 * (128 * D + 2 * stages * bn * D)
+    assert tiles <= m["shared"] <= tiles + 1024
+    counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
+    assert sorted(counts) == sorted(["1"] * (1 + 2 * stages) + ["2"] * (2 * stages))
+    ids = set(re.findall(r"\bbar\.sync\s+(\d+), (\d+);", m["ptx"]))
+    assert {n for _, n in ids} == {"128"} and len({i for i, _ in ids}) == 2
+
+
+@pytest.mark.parametrize("name", TWO_CONSUMER_CONFIGS)
+def test_two_consumers_loads_products_and_stores(built, name):
+    """Q's two 64-row halves are loaded before the fork (one TMA instruction each, which at D = 128 the first two
+    warps issue for 64 columns apiece), K and V by the producer warp (one instruction per 64 columns), O leaves by
+    two TMA stores, one per consumer; every copy is 4-D. Both products are warpgroup MMAs of 64 rows, P V with P
+    from registers."""
+    D, bn, _, _ = _tc(name)
+    m = built[name]
+    assert m["mix"]["UTMALDG"] == 2 + 2 * (D // 64) and m["mix"]["UTMASTG"] == 2
+    assert m["mix"].get("HMMA", 0) == 0 and m["mix"].get("LDG", 0) == 0 and m["mix"].get("STG", 0) == 0
+    copies = re.findall(r"cp\.async\.bulk\.tensor\.(\d)d", m["ptx"])
+    assert copies and set(copies) == {"4"}
+    lines = [t for _, t in _instructions(m["sass"]) if t.startswith("HGMMA")]
+    qk = [t for t in lines if re.match(rf"HGMMA\.64x{bn}x16\.F32(\.BF16)? R\d+, gdesc\[", t)]
+    pv = [t for t in lines if re.match(rf"HGMMA\.64x{D}x16\.F32(\.BF16)? R\d+, R\d+, gdesc\[", t) and ".tnspB" in t]
+    assert qk and pv and len(qk) + len(pv) == len(lines)
+
+
+@pytest.mark.parametrize("name", TWO_CONSUMER_LOOPED)
+def test_two_consumers_kv_loops(built, name):
+    """Four KV loops, each consumer's unmasked and masked ones, all alike: no loads, q k^T's D/16 and P V's 64/16
+    HGMMAs each issued back to back and one WARPGROUP.DEPBAR per step (P V in flight: ptxas serialized nothing),
+    the 64x64 tile's exponentials (P, and alpha per row), and two releases, each after a CTA barrier. Where v20 runs
+    the same 64x64 steps (its consumer at 64x64 with three stages), the sequences of products, waits and
+    exponentials are its consumer's."""
+    D, bn, _, twin = _tc(name)
+    loops = kv_loops(built[name]["sass"])
+    assert len(loops) == 4
+    for body in loops:
+        assert not [t for t in body if t.startswith("UTMALDG")]
+        ops = [t.split()[0] for t in body if t.startswith(("HGMMA", "WARPGROUP.DEPBAR"))]
+        qk, pv = f"HGMMA.64x{bn}x16.F32", f"HGMMA.64x{D}x16.F32"
+        bf = ".BF16" if "bf16" in name else ""
+        assert ops == [qk + bf] * (D // 16) + ["WARPGROUP.DEPBAR.LE"] + [pv + bf] * (bn // 16), ops
+        assert sum(t.startswith("MUFU.EX2") for t in body) == 64 * bn // 128 + 64 // 32
+        releases = [i for i, t in enumerate(body) if t.startswith("SYNCS.ARRIVE.TRANS64.A1T0 RZ")]
+        assert len(releases) == 2
+        for i in releases:
+            since = max([w for w, t in enumerate(body[:i]) if t.startswith("WARPGROUP.DEPBAR")], default=0)
+            assert any(t.startswith("BAR.SYNC") for t in body[since:i])
+    if twin is not None:
+        other = kv_loops(built[twin]["sass"])
+        for body, ref in zip(loops, other + other):
+            for op in ("HGMMA", "WARPGROUP.DEPBAR", "MUFU.EX2"):
+                assert [t.split()[0] for t in body if t.startswith(op)] == [t.split()[0] for t in ref
+                                                                             if t.startswith(op)], op
+
+
+@pytest.mark.parametrize("name", TWO_CONSUMER_LOOPED)
+def test_two_consumers_producer_loop(built, name):
+    """One producer loop, as v20's: per key block, wait for K's buffer to be empty, expect its bytes, copy; the same
+    for V. One warp: no CTA barrier, no product."""
+    D, _, _, _ = _tc(name)
+    loops = [b for b in innermost_loops(_instructions(built[name]["sass"]))
+             if any(t.startswith("UTMALDG") for t in b) and not any(t.startswith("HGMMA") for t in b)]
+    assert len(loops) == 1
+    ops = [t.split()[0] for t in loops[0] if re.match(r"(UTMALDG|SYNCS|BAR|HGMMA)", t)]
+    per_tile = ["SYNCS.PHASECHK.TRANS64.TRYWAIT"] + ["UTMALDG.4D"] * (D // 64)
+    assert ops.count("SYNCS.ARRIVE.TRANS64") == 2
+    assert [o for o in ops if o != "SYNCS.ARRIVE.TRANS64"] == per_tile * 2
+
+
+def test_two_consumers_tile_is_the_registrys():
+    """The tile the kernel runs TWO_CONSUMERS at is stage v21's in the registry, at every N and both head dims, and
+    one the kernel takes; its grid has half the query blocks of a 64-row tile: (B*H, cdiv(N, 128))."""
+    from kernels.gluon_fwd import TWO_CONSUMERS_TILES, grid, two_consumers_tile
+    from kernels.stages import STAGES, TWO_CONSUMERS_TILE, default_tile, stage_adding
+    st = STAGES[stage_adding("two_consumers")]
+    for D in (64, 128):
+        for N in (1, 1000, 1024, 4096, 16384):
+            t = default_tile(st.switches, D, N)
+            assert t == st.tile == TWO_CONSUMERS_TILE
+            assert two_consumers_tile(D, N) == (t.block_m, t.block_n, t.num_warps, t.num_stages)
+    assert (TWO_CONSUMERS_TILE.block_m, TWO_CONSUMERS_TILE.block_n, TWO_CONSUMERS_TILE.num_stages) in TWO_CONSUMERS_TILES
+    assert grid(2, 16, 16384, TWO_CONSUMERS_TILE.block_m) == (32, 128) and grid(1, 4, 1000, 128) == (4, 8)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # The host side, in this process (no compile)
 # ---------------------------------------------------------------------------------------------------------------
 
@@ -371,16 +592,23 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 6 and attrs       # the six constexprs; N, H divisible by 16
+    assert len(constexprs) == 7 and attrs       # the seven constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
     assert signature["k_desc"] == signature["v_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
     assert signature["qk_scale"] == "fp32" and signature["H"] == signature["N"] == "i32"
-    assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP"]
+    assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
+                                   "TWO_CONSUMERS"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
-    assert args["PRODUCER_WARP"] is False           # off by default: v19's kernel
+    assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, producer_warp=True)["PRODUCER_WARP"]
+    two = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True, two_consumers=True)
+    assert two["TWO_CONSUMERS"] and two["PRODUCER_WARP"] and two["BLOCK_M"] == 128
+    signature, constexprs, _ = specialize(two)
+    assert signature["q_desc"] == signature["o_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
+    with pytest.raises(ValueError, match="needs producer_warp"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, two_consumers=True)
 
 
 def test_launch_options():
@@ -393,6 +621,11 @@ def test_launch_options():
     for tile in [(64, 64, 64), (64, 64, 128), (64, 128, 128), (64, 128, 64), (128, 64, 64)]:
         assert producer_registers(*tile) == {"maxnreg": 128, "producer": 24, "consumer": 232}, tile
     assert producer_registers(128, 64, 128) == {"maxnreg": 140, "producer": 24, "consumer": 256}
+    # TWO_CONSUMERS: no maxnreg at launch, nothing reallocated (every warp keeps what 384 threads can have)
+    for D in (64, 128):
+        assert launch_options(128, 64, D, True, True) == {"num_warps": 4}
+        assert producer_registers(128, 64, D, True) == {"maxnreg": None, "producer": 168, "consumer": 168}
+    assert 384 * 168 <= 65536 < 384 * 176
 
 
 def test_descriptors_of_strided_and_single_head_tensors():
@@ -408,6 +641,10 @@ def test_descriptors_of_strided_and_single_head_tensors():
     assert dq.block_shape == [1, 1, 128, 64] and dk.block_shape == [1, 1, 64, 64]
     assert do.strides == [64, 1024 * 64, 64, 1]
     assert dq.layout.swizzle_byte_width == 128 and dq.layout.rank == 4
+    # TWO_CONSUMERS: Q and O in blocks of one consumer's 64 rows, K and V in the tile's block_n rows
+    dq, dk, dv, do = descriptors(q, k, v, out, 128, 64, two_consumers=True)
+    assert dq.block_shape == do.block_shape == [1, 1, 64, 64] and dk.block_shape == dv.block_shape == [1, 1, 64, 64]
+    assert dq.strides == [64, 64, 3 * 8 * 64, 1]
 
 
 def test_unsupported_configurations_are_refused():
@@ -419,6 +656,15 @@ def test_unsupported_configurations_are_refused():
             check_config(*bad)
     with pytest.raises(ValueError):
         check_config(128, torch.float16, 64, 64, 3, num_warps=8)
+    # TWO_CONSUMERS takes 128x64 with two or three stages only
+    for tile in [(128, 64, 2), (128, 64, 3)]:
+        check_config(128, torch.float16, *tile, two_consumers=True)
+        check_config(64, torch.bfloat16, *tile, two_consumers=True)
+    for tile in [(64, 64, 3), (128, 128, 2), (128, 64, 4), (256, 64, 2)]:
+        with pytest.raises(ValueError, match="two consumer warpgroups"):
+            check_config(128, torch.float16, *tile, two_consumers=True)
+    with pytest.raises(ValueError):
+        check_config(256, torch.float16, 128, 64, 3, two_consumers=True)
     from kernels.gluon_fwd import compile_for
     with pytest.raises(ValueError, match="sm_90a only"):
         compile_for(120, HEADLINE)

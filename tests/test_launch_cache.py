@@ -193,6 +193,10 @@ class Utils:   # Triton's fill_tma_descriptor, recorded: returns its arguments (
         return ("CUtensorMap", *(tuple(a) if isinstance(a, list) else a for a in args))
 
 
+def values_of(kwargs):
+    return list(kwargs.values())[:4]
+
+
 triton.runtime.driver.set_active(type("FakeDriver", (), {"utils": Utils()})())
 shape = Shape(B=1, H=4, H_kv=2, N=256, D=64, dtype="float16", causal=True)
 result = {}
@@ -203,7 +207,11 @@ for stage in sys.argv[1:]:
     q, k, v = shape.tensors(fill="empty")
     out = torch.empty_like(q)
     if "gluon" in switches:
-        kwargs = gluon_fwd.kernel_args(q, k, v, out, True, tile.block_m, tile.block_n, tile.num_stages)
+        kwargs = gluon_fwd.kernel_args(q, k, v, out, True, tile.block_m, tile.block_n, tile.num_stages,
+                                       producer_warp="producer_warp" in switches,
+                                       two_consumers="two_consumers" in switches)
+        plan = launcher._Plan(stage, tile, (), (), switches=switches)      # the cached launch's descriptors
+        assert [d.block_shape for d in plan.tensor_args(q, k, v, out)] == [d.block_shape for d in values_of(kwargs)]
         signature = gluon_fwd.specialize(kwargs)[0]
     else:
         launch = launcher.plan_launch(q, k, v, out, causal=True, stage=stage)
@@ -233,7 +241,8 @@ def test_direct_launch_expands_host_descriptors_as_triton_does():
     import subprocess
     import sys
     from pathlib import Path
-    stages = ["v11", "v13", "v19"]
+    from kernels.stages import stage_adding
+    stages = ["v11", "v13", "v19", stage_adding("producer_warp"), stage_adding("two_consumers")]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run([sys.executable, "-c", _EXPANSION, *stages], cwd=Path(__file__).parents[1], env=env,
                           capture_output=True, text=True, timeout=900)

@@ -156,6 +156,8 @@ def test_paper_stage_table_matches_the_data(built):
     # a Gluon switch's listing is cut from the Gluon kernel, with its `if not` blocks
     code = (ROOT / "results" / "paper" / "code_producer_warp.tex").read_text()
     assert "if not PRODUCER_WARP:" in code and "_kv_producer" in code
+    code = (ROOT / "results" / "paper" / "code_two_consumers.tex").read_text()
+    assert "_consumer_pair(" in code and "count=2" in code
     # the abstract's verdict sentence lists the claims as the claims table does
     verdicts = pd.read_csv(AGG / "claims.csv").groupby("claim", sort=False).claim_verdict.first()
     flat = " ".join(text.split())

@@ -24,10 +24,15 @@ def test_stages_are_cumulative_one_switch_at_a_time():
 
 
 def test_article_tile_is_the_default_until_the_hopper_tile():
-    from kernels.stages import HOPPER_TILE, OUR_STAGES, THREE_PER_SM_TILE, TWO_WARPGROUPS_TILE, default_tile
+    from kernels.stages import (HOPPER_TILE, OUR_STAGES, THREE_PER_SM_TILE, TWO_CONSUMERS_TILE, TWO_WARPGROUPS_TILE,
+                                default_tile)
     for name, st in STAGES.items():
         assert st.change
-        if "two_warpgroups" in st.switches:    # its own tile at every N from then on (D <= 128)
+        if "two_consumers" in st.switches:     # the Gluon kernel's one tile for it, at every N (D <= 128)
+            assert st.tile == TWO_CONSUMERS_TILE == default_tile(st.switches, 128, 1024)
+            assert default_tile(st.switches, 128, 16384) == default_tile(st.switches, 64, 4096) == TWO_CONSUMERS_TILE
+            assert TWO_CONSUMERS_TILE.block_m == 128 and TWO_CONSUMERS_TILE.block_n == 64
+        elif "two_warpgroups" in st.switches:    # its own tile at every N from then on (D <= 128)
             assert st.tile == TWO_WARPGROUPS_TILE == default_tile(st.switches, 128, 1024)
             assert default_tile(st.switches, 128, 16384) == TWO_WARPGROUPS_TILE
             assert default_tile(st.switches, 256) != TWO_WARPGROUPS_TILE
@@ -43,15 +48,33 @@ def test_article_tile_is_the_default_until_the_hopper_tile():
 def test_our_stages_ablate_from_our_last():
     """The leave-one-out of our last stage over its own kernel's switches: a Gluon stage's are the Gluon kernel's
     feature switches (its schedule's Triton switches are one fixed schedule in that kernel, and without `gluon` it
-    would be a Triton stage), a Triton stage's all it has."""
-    from kernels.stages import GLUON, LAST, TRITON_STAGES, is_gluon, named_variants
+    would be a Triton stage), a Triton stage's all it has; of those, not one that another switch on is built on
+    (v21 without producer_warp would be two_consumers without the producer warp it requires)."""
+    from kernels.stages import ALL_SWITCHES, GLUON, LAST, TRITON_STAGES, is_gluon, named_variants
     loo = leave_one_out(LAST)
     own = set(GLUON) - {"gluon"} if is_gluon(STAGES[LAST].switches) else set(STAGES[LAST].switches)
-    assert set(loo) == {f"{LAST}-{s}" for s in STAGES[LAST].switches & own}
+    required = {r for s in STAGES[LAST].switches for r in ALL_SWITCHES[s].requires}
+    assert set(loo) == {f"{LAST}-{s}" for s in STAGES[LAST].switches & own - required} and loo
     assert set(leave_one_out(TRITON_STAGES[-1])) == {f"{TRITON_STAGES[-1]}-{s}" for s in STAGES[TRITON_STAGES[-1]].switches}
     for name, sw in loo.items():
         assert resolve_variant(name) == sw and name in named_variants()
         assert variant_name(sw) == (stage_of(sw) or name)
+
+
+def test_a_switch_is_built_on_what_it_requires():
+    """A switch's `requires` names switches of earlier stages that are on in its own stage and every later one; a
+    variant with the switch on and one of them off is named as missing it (and refused by the launcher)."""
+    from kernels.stages import ALL_SWITCHES, missing_requirements, stage_adding
+    for name, sw in ALL_SWITCHES.items():
+        for r in sw.requires:
+            assert r in ALL_SWITCHES and r in STAGES[sw.stage].switches
+            assert list(STAGES).index(stage_adding(r)) < list(STAGES).index(sw.stage)
+    assert ALL_SWITCHES["two_consumers"].requires == ("producer_warp",)
+    v21 = STAGES[stage_adding("two_consumers")].switches
+    assert missing_requirements(v21) == []
+    assert missing_requirements(v21 - {"producer_warp"}) == [("two_consumers", "producer_warp")]
+    for st in STAGES.values():
+        assert missing_requirements(st.switches) == []
 
 
 def test_ablations():
