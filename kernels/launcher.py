@@ -35,6 +35,17 @@ def max_scaled_scale(D: int) -> float:
     return FP32_MAX / 4 / (D * FP16_MAX * FP16_MAX)
 
 
+# The kernel's domain on a GPU, beyond the scale's bound: every row's largest score q.k x sm_scale x log2(e) below
+# 2^28 in magnitude. The GPU computes a probability as exp2(fma(s, qk_scale, -m)), one FFMA whose product is not
+# rounded, while the row maximum m was rounded to float32: the exponent is off by up to half an ulp of m, the same
+# factor for every probability of the row and block (it cancels in acc / l_i), at most 2^8 below 2^28 (harmless), up
+# to 2^16 from 2^28 on, where the float16 probabilities overflow to inf and the row turns NaN (measured on an H200:
+# data/nvidia-h200/probes/guards-v21, every stage at inputs of magnitude 1e4 and the largest accepted scale).
+# Triton's interpreter rounds the product first, so it is exact there. Checking it would take a pass over q and k on
+# every call; it is documented instead (kernels.attention), and a softmax whose logits reach 2^28 is one-hot anyway.
+SCORE_DOMAIN_LOG2 = 2.0**28
+
+
 # PRESCALE_Q (prescale_q, q_in_registers) multiplies Q by the scale at load and rounds the product to 16 bits: one
 # more rounding of every element of Q (relative 2^-11), whose error in the scores grows with the scale, and a
 # product that overflows 16 bits once |q| x scale x log2(e) > 65504. At the default scale 1/sqrt(D) and below the
@@ -488,7 +499,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     (about 1e26 at D = 128), so that no score of float16-range inputs overflows float32. The stages that scale Q at
     load in 16 bits (q_in_registers, prescale_q) do so at the default scale and below; above it the scale goes into
     the float32 scores instead (see prescales_q). Rows that see no finite score (every key masked or -inf) give 0,
-    as PyTorch's scaled_dot_product_attention.
+    as PyTorch's scaled_dot_product_attention. On a GPU the output is right while every row's largest score
+    q.k x sm_scale x log2(e) is below 2^28 in magnitude (SCORE_DOMAIN_LOG2; beyond, the probabilities can overflow
+    float16 and the row is NaN: see the note at SCORE_DOMAIN_LOG2).
 
     Dense memory only: sparse, nested, meta tensors, ZeroTensors and lazy views (a negation or conjugation bit) are
     refused, naming the conversion. Under Triton's interpreter (TRITON_INTERPRET=1, set before triton and kernels

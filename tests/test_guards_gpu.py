@@ -5,9 +5,13 @@ with TRITON_INTERPRET=0, skipped elsewhere, saying why.
 - key blocks whose scores are all -inf (k[..., 0] = -inf against q[..., 0] > 0), aligned to the stage's own tile,
   and a leading run of them, so that under a causal mask the first rows see no finite score: those rows give what
   PyTorch's SDPA gives (0), no row is NaN, and the others are judged against float64 as everywhere;
-- the largest accepted sm_scale (kernels.launcher.max_scaled_scale) on inputs of float16's whole range: finite, and
-  within twice SDPA's error (its scores are float32, as the kernel's).
+- scores up to the kernel's domain on a GPU (kernels.launcher.SCORE_DOMAIN_LOG2) at the default scale and far above
+  it: finite, and within twice SDPA's error (its scores are float32, as the kernel's); past the domain, NaN rows, as
+  the note at SCORE_DOMAIN_LOG2 explains (a strict xfail). The largest accepted sm_scale
+  (kernels.launcher.max_scaled_scale) only keeps the float32 scores finite: on a GPU, inputs of magnitude 1e4 at that
+  scale are far past the domain.
 """
+import math
 import os
 
 import pytest
@@ -67,12 +71,35 @@ def test_key_blocks_of_minus_inf_scores(stage, D, causal):
     assert verdict["ok"], f"{stage} D={D} causal={causal}: {verdict}"
 
 
+def scaled_to(q, k, scale, row_max_log2):
+    """q and k scaled by one factor so that the largest |q.k| x scale x log2(e) is row_max_log2 (float64 on the GPU;
+    the factor is then checked again on the float16 inputs)."""
+    s = torch.einsum("bhnd,bhmd->bhnm", q.double(), k.double().repeat_interleave(q.shape[1] // k.shape[1], 1))
+    a = math.sqrt(row_max_log2 / (s.abs().max().item() * scale * launcher.LOG2E))
+    q, k = (q.double() * a).to(q.dtype), (k.double() * a).to(k.dtype)
+    assert torch.isfinite(q).all() and torch.isfinite(k).all(), "inputs beyond float16's range: lower the scale"
+    return q, k
+
+
+# In the domain (scores below SCORE_DOMAIN_LOG2) at three scales, and beyond it, where the FFMA's unrounded product
+# (kernels.launcher's note at SCORE_DOMAIN_LOG2) is expected to overflow the float16 probabilities: a strict xfail,
+# so that the note's explanation is checked too (it fails, as a test, if a row beyond the domain stays finite).
+DOMAIN_CASES = [pytest.param(1, 2.0**e, id=f"x1-2^{e}") for e in (7, 14)] + [
+    pytest.param(multiple, 2.0**27, id=f"x{multiple:g}-2^27") for multiple in (1, 1e3, 1e6)] + [
+    pytest.param(1, 2.0**31, id="x1-2^31", marks=pytest.mark.xfail(strict=True, reason="beyond the domain"))]
+
+
+@pytest.mark.parametrize("multiple, row_max_log2", DOMAIN_CASES)
 @pytest.mark.parametrize("D", [64, 128])
 @pytest.mark.parametrize("stage", sorted(STAGES))
 @torch.no_grad()
-def test_the_largest_accepted_scale_on_float16_range_inputs(stage, D):
-    scale = launcher.max_scaled_scale(D) / launcher.LOG2E
-    q, k, v = inputs(D, seed=7 * D, magnitude=1e4)
+def test_large_scores_within_the_kernels_domain(stage, D, multiple, row_max_log2):
+    """Scores up to 2^7, 2^14 and 2^27 (in log2 units; the domain is below 2^28) at the default scale, and 2^27 at 1e3 and 1e6 times it:
+    finite, and within twice SDPA's error; at 2^31, past the domain, NaN rows (the strict xfail)."""
+    scale = multiple / math.sqrt(D)
+    q, k, v = inputs(D, seed=7 * D)
+    q, k = scaled_to(q, k, scale, row_max_log2)
+    assert row_max_log2 < launcher.SCORE_DOMAIN_LOG2 or row_max_log2 > 4 * launcher.SCORE_DOMAIN_LOG2
     supported(stage, q, k, v, True)
     out = poisoned_like(q)
     attention(q, k, v, causal=True, stage=stage, out=out, sm_scale=scale)
