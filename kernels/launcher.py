@@ -47,13 +47,32 @@ SCORE_DOMAIN_LOG2 = 2.0**28
 
 
 # PRESCALE_Q (prescale_q, q_in_registers) multiplies Q by the scale at load and rounds the product to 16 bits: one
-# more rounding of every element of Q (relative 2^-11), whose error in the scores grows with the scale, and a
+# more rounding of every element of Q (relative 2^-11), whose error in the scores grows with the scores' magnitude
+# (as the scale or the inputs grow), and a
 # product that overflows 16 bits once |q| x scale x log2(e) > 65504. At the default scale 1/sqrt(D) and below the
 # product cannot overflow (scale x log2(e) < 1) and its error is the one the verify step accepted (measured on the
 # CPU: up to 2.05 times SDPA's error at the default scale, 2.2 to 2.6 times at 2 to 4 times it); above the default,
 # the launch turns PRESCALE_Q off and the scale goes into the float32 scores, as in every other stage (then Q is not
 # held in registers: the variant without q_in_registers). PRESCALE_SLACK lets D ** -0.5 pass as well as 1/sqrt(D).
 PRESCALE_SLACK = 1 + 2**-20
+# At the default scale the error still grows with the inputs: measured on an H200 (data/nvidia-h200/probes/
+# guards-v21, tests/test_guards_gpu.py), v15, v16 and v17 are 4.1 to 4.3 times as far from float64 as SDPA when the
+# largest score (x log2(e)) is 2^7, 290 to 440 times at 2^14, and 2.0 to 2.6% off at 2^27 where SDPA is exact, while
+# every other stage is within twice SDPA's error. Unit-normal inputs (every verify grid) stay within it. A launch that prescales says so, once per
+# process (PrescaledQWarning), naming a stage that does not.
+
+
+class PrescaledQWarning(UserWarning):
+    """A launch rounds q x scale x log2(e) to 16 bits (PRESCALE_Q: q_in_registers, prescale_q): accurate for scores of
+    a few units, not for large ones (see the note at PRESCALE_SLACK)."""
+
+
+def warn_prescaled_q(label: str) -> None:
+    import warnings
+    warnings.warn(f"{label} rounds q x sm_scale x log2(e) to 16 bits at load (q_in_registers / prescale_q): its error "
+                  f"grows with the scores' magnitude, 4 times SDPA's at scores of 2^7 (x log2(e)) on an H200; for "
+                  f"inputs of large magnitude use a stage without it (the default stage, or v14)",
+                  PrescaledQWarning, stacklevel=3)
 
 
 def prescales_q(sm_scale: float, D: int) -> bool:
@@ -144,6 +163,8 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
             on[sw.kernel_arg] = on.get(sw.kernel_arg, False) or name in switches
     if on["PRESCALE_Q"] and not prescales_q(float(sm_scale), D):
         on["PRESCALE_Q"] = False        # above the default scale: the scale goes into the float32 scores
+    if on["PRESCALE_Q"]:
+        warn_prescaled_q(label)
     n_blocks = triton.cdiv(N, t.block_m)
     head_group = 1
     if on["HEAD_GROUPS"]:

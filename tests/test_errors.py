@@ -409,3 +409,18 @@ def test_sm_scale_that_could_overflow_the_float32_scores_is_refused(D):
     with pytest.raises(ValueError, match=rf"outside what the kernel's float32 scores can carry .* at D={D}"):
         attention(q, k, v, sm_scale=1e30)
     attention(q, k, v, sm_scale=max_scaled_scale(D) / LOG2E)
+
+
+def test_a_launch_that_prescales_q_in_16_bits_warns():
+    """v15-v17 round q x scale x log2(e) to 16 bits at the default scale: accurate for unit-normal inputs only (on an
+    H200, 4 times SDPA's error at scores of 2^7); the launch says so and names a stage without it. Above the
+    default scale, or at a stage without the switch, nothing is said."""
+    import warnings
+    from kernels.launcher import PrescaledQWarning, plan_launch
+    q, k, v = (torch.randn(1, h, 16, 64).half() for h in (2, 1, 1))
+    with pytest.warns(PrescaledQWarning, match=r"v15 rounds q x sm_scale.*use a stage without it"):
+        plan_launch(q, k, v, torch.empty_like(q), stage="v15")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrescaledQWarning)
+        plan_launch(q, k, v, torch.empty_like(q), stage="v14")
+        plan_launch(q, k, v, torch.empty_like(q), stage="v15", sm_scale=1.0)
