@@ -15,7 +15,6 @@ from pathlib import Path
 
 from . import gpu_env
 
-ROOT = gpu_env.ROOT
 # The code a GPU step's rows depend on beside its own script: the kernels, their tile tables and the library (what
 # the GPU rules declare as their inputs, workflow/rules/common.smk's KERNEL_SOURCES, REGISTRY and LIBRARY).
 SOURCE_GLOBS = ("kernels/*.py", "kernels/*.csv", "pipeline/*.py")
@@ -25,7 +24,7 @@ def script_name(file: str) -> str:
     """A step's script as origin names it: its path inside the tree (a script run from elsewhere: its full path)."""
     path = Path(file).resolve()
     try:
-        return path.relative_to(ROOT).as_posix()
+        return path.relative_to(gpu_env.ROOT).as_posix()
     except ValueError:
         return path.as_posix()
 
@@ -37,9 +36,10 @@ def plan_sha256(plan) -> str:
 
 
 def sources(script: str) -> dict:
-    """Path inside the tree -> SHA-256, for every file of SOURCE_GLOBS and the step's script."""
-    paths = {p for g in SOURCE_GLOBS for p in ROOT.glob(g)} | {ROOT / script}
-    return {(p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else p.as_posix()):
+    """Path inside the tree (gpu_env.ROOT) -> SHA-256, for every file of SOURCE_GLOBS and the step's script."""
+    root = gpu_env.ROOT
+    paths = {p for g in SOURCE_GLOBS for p in root.glob(g)} | {root / script}
+    return {(p.relative_to(root).as_posix() if p.is_relative_to(root) else p.as_posix()):
             hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(paths) if p.is_file()}
 
 

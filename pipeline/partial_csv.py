@@ -122,7 +122,7 @@ def rewrite(path: Path, columns: list, rows: list) -> list:
 def _check_origin(path: Path, n_rows: int, now: dict, program: str) -> None:
     side = origin_path(path)
     fix = (f"Refused, so that no rows of another origin mix with this run's. To start this step again from nothing, "
-           f"move {path} and {side.name} away (or delete them) and run it again")
+           f"move {path} and its origin file {side.name} beside it away (or delete them) and run it again")
     try:
         recorded = json.loads(side.read_text())
     except FileNotFoundError:

@@ -43,8 +43,9 @@ such as running out of memory) is checked again, while 'WRONG' and 'refused' sta
 bench.lock is held for the whole run (pipeline.folder_lock), and a second one stops at once.
 
 Beside the timings: env.json (written when the partial file is begun, kept on a resume: the GPU, its UUID, versions,
-the project's commit, nvidia-smi's state at the start and the end, and NVML's view of the GPU under `nvml`: its name, UUID, power limit and where its power readings
-come from) and snapshots.jsonl (clocks and throttle reasons at the start of every repeat, the GPU idle).
+the project's commit, nvidia-smi's state at the start and the end, and NVML's view of the GPU under `nvml`: its
+name, UUID, power limit and where its power readings come from) and snapshots.jsonl (clocks and throttle reasons at
+the start of every repeat, the GPU idle).
 
 Before the first timed sample, worker processes compile every Triton entry of the set in parallel into Triton's
 cache, and the timing process loads each from there (`--compile-only` does just that, for the pipeline's compile
