@@ -120,21 +120,21 @@ def rewrite(path: Path, columns: list, rows: list) -> list:
 
 
 def _check_origin(path: Path, n_rows: int, now: dict, program: str) -> None:
-    side = origin_path(path)
+    side, rows = origin_path(path), f"{n_rows} row" + ("s" if n_rows != 1 else "")
     fix = (f"Refused, so that no rows of another origin mix with this run's. To start this step again from nothing, "
            f"move {path} and its origin file {side.name} beside it away (or delete them) and run it again")
     try:
         recorded = json.loads(side.read_text())
     except FileNotFoundError:
-        raise OriginError(f"{path} holds {n_rows} rows but records no origin ({side.name} is missing: begun by a "
+        raise OriginError(f"{path} holds {rows} but records no origin ({side.name} is missing: begun by a "
                           f"{program} older than origin files, or the file was removed), so nothing shows which "
                           f"code and plan measured them. {fix}") from None
     except (OSError, ValueError) as err:
-        raise OriginError(f"{path} holds {n_rows} rows but its origin file {side} cannot be read ({err}). "
+        raise OriginError(f"{path} holds {rows} but its origin file {side} cannot be read ({err}). "
                           f"{fix}") from None
     diffs = origins.differences(recorded, now)
     if diffs:
-        raise OriginError(f"{path} holds {n_rows} rows begun under another origin than this run's: "
+        raise OriginError(f"{path} holds {rows} begun under another origin than this run's: "
                           + "; ".join(diffs) + f". {fix}; or finish it with the code and plan it was begun under "
                           f"(commit {recorded.get('commit')}).")
 

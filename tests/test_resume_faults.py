@@ -145,6 +145,15 @@ def test_a_bench_resumed_at_another_commit_or_after_a_kernel_edit_is_refused(tmp
     assert (out / "timings.partial.csv").read_bytes() == before
 
 
+def test_a_partial_file_without_its_origin_is_refused(tmp_path, fake_gpu):
+    """Rows with nothing to say which code and plan made them (an older bench.py's, or the origin file removed)."""
+    before = interrupted_bench(tmp_path, fake_gpu)
+    (tmp_path / "timings.partial.csv.origin.json").unlink(missing_ok=True)
+    with pytest.raises(ValueError, match=r"records no origin .*move .*timings\.partial\.csv"):
+        bench.run(PLAN, ENTRIES, tmp_path, log=quiet)
+    assert (tmp_path / "timings.partial.csv").read_bytes() == before
+
+
 def test_a_bench_begun_again_writes_its_env_json_afresh(tmp_path, fake_gpu, monkeypatch):
     """env.json describes the start of the rows beside it: kept on a resume, written afresh when the partial file
     is begun (an earlier start's env.json, its partial file moved away, is not kept)."""
