@@ -11,7 +11,9 @@ step. Each module has one job:
 - gpu_state: the GPU's clock, power, temperature, clock event reasons and energy over each timed sample (NVML);
 - settle: the settle step, a long-N entry run until the SM clock stops falling;
 - gpu_pin: one GPU of its own per GPU job;
-- partial_csv: the partial files an interrupted step resumes from;
+- partial_csv: the partial files an interrupted step resumes from (rows cut short dropped, another origin refused);
+- origin: what a partial file was begun under (the commit, each source file's hash, the plan's hash);
+- folder_lock: one process at a time in a step's output folder (an exclusive lock held for the step's life);
 - nsight: Nsight Compute's reports read with NVIDIA's report interface (run in a process of its own);
 - latex: the paper's rounding, signs, escaping, listings, tables and values;
 - plotting: the figures' start, style and colours.

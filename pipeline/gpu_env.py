@@ -123,9 +123,11 @@ def write(path: Path, env: dict) -> None:
     path.write_text(json.dumps(env, indent=2, sort_keys=True) + "\n")
 
 
-def start(path: Path, **extra) -> dict:
-    """env.json at the start of a GPU step (kept if the step resumes): static facts, the extras, a snapshot."""
-    if path.exists():
+def start(path: Path, resume: bool = True, **extra) -> dict:
+    """env.json at the start of a GPU step: static facts, the extras, a snapshot. An existing one is kept if the
+    step resumes (resume: a step that knows whether it does, bench.py and verify.py by their partial files, says
+    so; False writes it afresh, so that a step begun again never keeps an earlier start's commit and plan)."""
+    if resume and path.exists():
         return json.loads(path.read_text())
     env = {**collect(), **extra, "start": snapshot()}
     write(path, env)

@@ -34,11 +34,18 @@ kernel time, so that both find the GPU warm.
 The whole list runs once per repeat, in one fixed order (A B C, A B C, ...), so drift shows as spread within an
 entry, not as a difference between entries. Every row is appended to timings.partial.csv at once, renamed
 timings.csv when all are done: run the same command again after an interruption and it resumes (the partial file is
-no declared output, so Snakemake leaves it in place).
+no declared output, so Snakemake leaves it in place). Resuming (pipeline.partial_csv): the partial file's origin
+(timings.partial.csv.origin.json: the commit, each kernel and library file's SHA-256, the plan's and sets' hash) must
+be this run's, or the bench is refused before anything is timed, naming what differs (move the partial file and its
+origin file away to start again: rows are too costly to drop unasked); a row cut short or with the wrong field count
+is dropped, named on stderr, and measured again; an entry whose check failed (status 'failed': a transient error
+such as running out of memory) is checked again, while 'WRONG' and 'refused' stay. One bench at a time per folder:
+bench.lock is held for the whole run (pipeline.folder_lock), and a second one stops at once.
 
-Beside the timings: env.json (the GPU, its UUID, versions, the project's commit, nvidia-smi's state at the start
-and the end, and NVML's view of the GPU under `nvml`: its name, UUID, power limit and where its power readings
-come from) and snapshots.jsonl (clocks and throttle reasons at the start of every repeat, the GPU idle).
+Beside the timings: env.json (written when the partial file is begun, kept on a resume: the GPU, its UUID, versions,
+the project's commit, nvidia-smi's state at the start and the end, and NVML's view of the GPU under `nvml`: its
+name, UUID, power limit and where its power readings come from) and snapshots.jsonl (clocks and throttle reasons at
+the start of every repeat, the GPU idle).
 
 Before the first timed sample, worker processes compile every Triton entry of the set in parallel into Triton's
 cache, and the timing process loads each from there (`--compile-only` does just that, for the pipeline's compile
@@ -57,7 +64,7 @@ from pathlib import Path
 
 from kernels.stages import BASELINE
 
-from pipeline import gpu_env, gpu_state, partial_csv, settle
+from pipeline import folder_lock, gpu_env, gpu_state, origin, partial_csv, settle
 from pipeline import plan
 from pipeline.call import check, host_time_us, inputs, make_call, settle_call, time_call
 
@@ -65,6 +72,8 @@ ROW_KEYS = list(plan.Entry("", "triton", BASELINE, plan.HEADLINE, plan.Tile()).r
 COLUMNS = ["key", "repeat", *ROW_KEYS, "seed", "status", "rel_error", "time_us", "min_us", "q25_us", "q75_us",
            "max_us", "mean_us", "n_samples", "kernels_us", "kernels", "n_kernels", "call_us", "call_q25_us", "call_q75_us",
            "host_us", "host_calls", "timer", "note", *gpu_state.STATE_COLUMNS, *settle.COLUMNS]
+LOCK = "bench.lock"
+SCRIPT = origin.script_name(__file__)
 
 
 def _user_view(entry, seed: int, bench: dict) -> dict:
@@ -144,18 +153,43 @@ def compile_only(entries, workers: int, out_csv: Path, log=print) -> None:
     tmp.rename(out_csv)
 
 
+def _valid(row: dict) -> bool:
+    return bool(row["key"]) and row["repeat"].isdigit()
+
+
 def read_rows(path: Path) -> list:
-    return partial_csv.read_rows(path, COLUMNS, "bench.py")
+    return partial_csv.read_rows(path, COLUMNS, "bench.py", _valid)
 
 
-def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
+def origin_of(m: dict, entries: list) -> dict:
+    """This run's origin (pipeline.origin): the plan and the keys of the entries its sets expand to."""
+    return origin.current(SCRIPT, {"plan": m, "entries": [e.key for e in entries]}, "the plan (plan.yaml, --sets)")
+
+
+def run(m: dict, entries: list, out: Path, workers: int = 8, log=print, env: dict | None = None) -> Path:
     """Time every entry its number of repeats, interleaved, appending to out/timings.partial.csv; resumes; then
-    renames it out/timings.csv."""
+    renames it out/timings.csv. Holds out/bench.lock throughout. env: the extras of out/env.json (gpu_env.start),
+    written afresh when the partial file is begun and kept on a resume; None: no env.json (the tests)."""
+    out.mkdir(parents=True, exist_ok=True)
+    with folder_lock.held(out / LOCK, "bench.py"):
+        return _run(m, entries, out, workers, log, env)
+
+
+def _run(m: dict, entries: list, out: Path, workers: int, log, env: dict | None) -> Path:
     final, path = out / "timings.csv", out / "timings.partial.csv"
     if final.exists():
+        partial_csv.finished(path)
         log(f"bench: {final} is complete")
         return final
-    rows = read_rows(path)
+    rows = partial_csv.resume(path, COLUMNS, "bench.py", origin_of(m, entries), _valid)
+    resumed = bool(rows)
+    failed = [r for r in rows if r["status"] == "failed"]
+    if failed:                        # transient (out of memory, ...): checked again, unlike WRONG and refused
+        rows = partial_csv.rewrite(path, COLUMNS, [r for r in rows if r["status"] != "failed"])
+        log(f"bench: {len(failed)} rows of status 'failed' dropped, their entries are checked again: "
+            + ", ".join(sorted({r["key"] for r in failed}))[:300])
+    env_json = out / "env.json"
+    state = gpu_env.start(env_json, resume=resumed, **env) if env is not None else None
     done = {(r["key"], int(r["repeat"])) for r in rows}
     bad = {r["key"] for r in rows if r["status"] != "ok"}
     order = [(r, e) for r in range(max(plan.repeats(e, m) for e in entries))
@@ -163,20 +197,21 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
     todo = [(r, e) for r, e in order if (e.key, r) not in done and e.key not in bad]
     log(f"bench: {len(entries)} entries, {len(order)} timings, {len(done)} already done, "
         f"{len(bad)} entries refused or wrong (not timed)")
-    if not todo:
-        path.rename(final)
-        return final
+    if todo:
+        _time(m, todo, path, out / "snapshots.jsonl", bad, workers, log)
+    if state is not None:
+        gpu_env.finish(env_json, state)
+    return partial_csv.promote(path, final)
+
+
+def _time(m: dict, todo: list, path: Path, snapshots: Path, bad: set, workers: int, log) -> None:
+    """Check and time each (repeat, entry) of todo, appending each row to the partial file at once."""
     precompile(list({e.key: e for _, e in todo}.values()), workers, log)
     viewer = UserView(m["bench"])
-    snapshots = out / "snapshots.jsonl"
-    fresh = not rows
     t0, last_repeat, warm = time.time(), None, None   # warm: (repeat, N) of the entry timed last
     b = m["bench"]
-    with open(path, "w" if fresh else "a", newline="") as f, open(snapshots, "a") as snap:
+    with open(path, "a", newline="") as f, open(snapshots, "a") as snap:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
-        if fresh:
-            w.writeheader()
-            f.flush()
         for i, (r, e) in enumerate(todo, 1):
             if e.key in bad:
                 continue
@@ -207,8 +242,6 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print) -> Path:
                    if status == "ok" else f"{status} {note[:150]}"))
         snap.write(gpu_env.json_line({"repeat": "end", **gpu_env.snapshot()}))
     viewer.close()
-    path.rename(final)
-    return final
 
 
 def main(argv=None) -> int:
@@ -230,10 +263,8 @@ def main(argv=None) -> int:
                      a.out / "compiled.csv", log=lambda msg: print(msg, flush=True))
         return 0
     nvml = gpu_state.this_gpu().describe()     # no NVML here: stop before any timing
-    env = gpu_env.start(a.out / "env.json", argv=sys.argv, plan=cfg, sets=a.sets, nvml=nvml)
-    run(cfg, plan.expand(cfg, a.sets), a.out, a.workers,
-        log=lambda msg: print(msg, flush=True))
-    gpu_env.finish(a.out / "env.json", env)
+    run(cfg, plan.expand(cfg, a.sets), a.out, a.workers, log=lambda msg: print(msg, flush=True),
+        env=dict(argv=sys.argv, plan=cfg, sets=a.sets, nvml=nvml))
     return 0
 
 

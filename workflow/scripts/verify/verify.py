@@ -3,8 +3,17 @@
 
 Each case draws fresh random inputs (its seed is recorded), poisons the output with NaN, runs the kernel and judges
 it against PyTorch's own error on the same inputs (kernels.accuracy: its default SDPA on the GPU). Cases are spread over
-worker processes (compiling dominates) and each finished case is appended to the CSV at once, so an interrupted run
-resumes where it stopped. A variant Triton refuses at a tile is a row too, status 'refused', with the reason.
+worker processes (compiling dominates) and each finished case is appended to correctness.partial.csv at once, so an
+interrupted run resumes where it stopped: run the same command again. A variant Triton refuses at a tile is a row
+too, status 'refused', with the reason.
+
+Resuming (pipeline.partial_csv): the partial file's origin (correctness.partial.csv.origin.json: the commit, each
+kernel and library file's SHA-256, the hash of the case list that --device, --N, --quick and --stages give) must be
+this run's, or the run is refused before any case runs, naming what differs: a verification holds for the code it
+ran, so after an edit of the kernel (or another N list) move the partial file and its origin file away and verify
+again from nothing. A row cut short or with the wrong field count is dropped, named on stderr, and its case run
+again; a WRONG case is run again on every resume until it passes (the partial file keeps the failure until then).
+One verify at a time per folder: verify.lock is held for the whole run (pipeline.folder_lock).
 
     python workflow/scripts/verify.py --out data/nvidia-h200/<run>/verify
     TRITON_INTERPRET=1 python workflow/scripts/verify.py --device cpu --N 1 77 130 --out results/verify/cpu
@@ -28,11 +37,13 @@ from kernels.stages import (BASELINE, FINAL, LAST, STAGES, TRITON_STAGES, Tile, 
                             extended, last_ablations, leave_one_out, previous_stage, stage_adding, stage_of,
                             switches_label)
 
-from pipeline import gpu_env, keys, partial_csv
+from pipeline import folder_lock, gpu_env, keys, origin, partial_csv
 
 COLUMNS = ["case", "impl", "variant", "stage", "switches", "B", "H", "H_kv", "N", "D", "dtype", "causal",
            "block_m", "block_n", "num_warps", "num_stages", "seed", "status", "rel_error", "unwritten", "tolerance",
            "torch_default_rel_error", "note"]
+LOCK = "verify.lock"
+SCRIPT = origin.script_name(__file__)
 
 
 @dataclass(frozen=True)
@@ -132,8 +143,12 @@ def run_case(case: Case, device: str = "cuda") -> dict:
             "torch_default_rel_error": verdict["pytorch_rel_error"]}
 
 
+def _valid(row: dict) -> bool:
+    return bool(row["case"]) and bool(row["status"])
+
+
 def read_rows(path: Path) -> list:
-    return partial_csv.read_rows(path, COLUMNS, "verify.py")
+    return partial_csv.read_rows(path, COLUMNS, "verify.py", _valid)
 
 
 def latest(rows: list) -> dict:
@@ -153,29 +168,36 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.device == "cpu" and not os.environ.get("TRITON_INTERPRET"):
         raise SystemExit("--device cpu runs the kernels in Triton's interpreter: set TRITON_INTERPRET=1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    with folder_lock.held(args.out / LOCK, "verify.py"):
+        return verify(args)
+
+
+def verify(args) -> int:
+    """The run, under the folder's lock: resume (or begin) the partial file, run every case still to do, write
+    correctness.csv when none is wrong."""
     final, partial = args.out / "correctness.csv", args.out / "correctness.partial.csv"
     if final.exists():
+        partial_csv.finished(partial)
         print(f"{final} is complete")
         return 0
-    before = read_rows(partial)
+    grid = [c for c in (cpu_cases(args.N) if args.device == "cpu" else cases(args.quick))
+            if not args.stages or c.variant in args.stages]
+    now = origin.current(SCRIPT, {"device": args.device, "cases": [c.key for c in grid]},
+                         "the case list (--device, --N, --quick, --stages)")
+    before = partial_csv.resume(partial, COLUMNS, "verify.py", now, _valid)
     # a case stays to do until it has a result that is not WRONG: a failure stays a failure until measured again
     done = {k for k, r in latest(before).items() if r["status"] != "WRONG"}
-    todo = [c for c in (cpu_cases(args.N) if args.device == "cpu" else cases(args.quick))
-            if c.key not in done and (not args.stages or c.variant in args.stages)]
-    args.out.mkdir(parents=True, exist_ok=True)
-    env = gpu_env.start(args.out / "env.json", argv=sys.argv) if args.device == "cuda" else None
-    fresh = not before
+    todo = [c for c in grid if c.key not in done]
+    env = gpu_env.start(args.out / "env.json", resume=bool(before), argv=sys.argv) if args.device == "cuda" else None
     t0, new_rows = time.time(), []
     with contextlib.ExitStack() as stack:
-        f = stack.enter_context(open(partial, "w" if fresh else "a", newline=""))
+        f = stack.enter_context(open(partial, "a", newline=""))
         if args.device == "cuda":
             results = stack.enter_context(mp.get_context("spawn").Pool(args.workers)).imap_unordered(run_case, todo)
         else:
             results = (run_case(c, "cpu") for c in todo)
         w = csv.DictWriter(f, fieldnames=COLUMNS)
-        if fresh:
-            w.writeheader()
-            f.flush()
         for i, row in enumerate(results, 1):
             w.writerow(row)
             f.flush()
@@ -197,7 +219,7 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows(result.values())
     tmp.rename(final)
-    partial.unlink()
+    partial_csv.remove(partial)
     return 0
 
 
