@@ -196,7 +196,8 @@ def anchor(folder: Path) -> str:
     manifest = find_manifest(folder)
     if manifest is None:
         raise SealError(f"{folder}: no {MANIFEST} in any folder above it: a sealed folder is read only from a data "
-                        f"folder whose manifest records its seal (data/{MANIFEST})")
+                        f"folder whose manifest records its seal (data/{MANIFEST}); for a folder outside data/ (an "
+                        f"unpacked history archive), `python -m pipeline.seal check {folder}` checks its checksums")
     name, data = key(folder, manifest), os.path.relpath(manifest.parent)
     recorded = read_manifest(manifest).get(name)
     if recorded is None:
