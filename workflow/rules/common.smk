@@ -18,7 +18,7 @@ bench_plan.check_plan(config["plan"])  # a bad plan fails here, in a dry run, no
 PY = shlex.quote(sys.executable)  # the interpreter running Snakemake runs every script (quoted: paths with spaces)
 GPU = config["gpu"]
 DATA = f"data/{GPU}"
-SEALS = f"data/{seal.MANIFEST}"  # the manifest that anchors every seal under data/ (pipeline.seal): an input of every reader
+SEALS = f"data/{seal.MANIFEST}"  # the manifest of every seal under data/ (pipeline.seal): an input of each reader
 STAGING = f"results/staging/{GPU}"  # a run being measured; it moves into DATA when sealed
 PLAN = config["plan"]
 KERNEL_SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").glob("*.py"))  # edit one: rebuild, re-verify
