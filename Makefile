@@ -66,11 +66,14 @@ slurm:
 smoke: $(VENV)/.installed tex
 	env -u TRITON_INTERPRET $(BIN)/python -m kernels.build --variants v7 --archs 90 --out results/smoke/build
 	TRITON_INTERPRET=1 $(BIN)/python workflow/scripts/verify/verify.py --device cpu --N 77 --stages v7 --out results/smoke/verify
+	$(BIN)/python -m pipeline.seal verify-all data
 	$(BIN)/snakemake --profile profiles/cpu
 	@echo "smoke: built v7 for sm_90, verified it on the CPU, built results/paper.pdf from the committed data"
 
-## paper: results/paper.pdf from the committed data (build and verify on the CPU, no GPU)
+## paper: results/paper.pdf from the committed data (build and verify on the CPU, no GPU); every sealed folder of
+##        data/ is verified first, against its checksums and data/SEALS.csv, whatever Snakemake finds up to date
 paper: $(VENV)/.installed tex
+	$(BIN)/python -m pipeline.seal verify-all data
 	$(BIN)/snakemake --profile profiles/cpu
 	@echo "built results/paper.pdf"
 

@@ -6,7 +6,9 @@ step. Each module has one job:
 - selection: which rows of the tidy tables the paper's headline means;
 - call: the checked and the timed call of an entry (the only caller of the kernel timer);
 - kernel_timer, l2_flush: the GPU's own kernel durations, the L2 flushed before each sample;
-- seal: the SHA256SUMS of a run, written once and verified whenever the data is read;
+- seal: the SHA256SUMS of a run, written once and verified whenever the data is read, against the manifest that
+  records every seal (data/SEALS.csv);
+- git: what the project's git history witnesses (known commits, the commit of a seal, its files' blobs);
 - gpu_env: the GPU, driver, versions, clocks and throttle reasons beside every result;
 - gpu_state: the GPU's clock, power, temperature, clock event reasons and energy over each timed sample (NVML);
 - settle: the settle step, a long-N entry run until the SM clock stops falling;

@@ -48,6 +48,12 @@ def snapshot(index=None) -> dict:
             **{f: _smi(f, index) for f in SMI_FIELDS}}
 
 
+def gpu_slug(name: str) -> str:
+    """The folder name of a GPU's data (data/<slug>/): its device name in lower case, each run of other characters
+    than letters and digits one '-' ('NVIDIA H200' -> 'nvidia-h200')."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
 def project_commit() -> str:
     """The project's commit: $PROJECT_COMMIT if set (a copy of the tree without .git), else git's HEAD, with
     '-dirty' when tracked files differ from it; 'unknown' when neither is there."""

@@ -77,9 +77,14 @@ def kernel_names(samples: list) -> tuple:
     return first
 
 
+def is_kernel_name(name: str) -> bool:
+    """A kernel's name, as opposed to a memset's or memcopy's (CUPTI's names for those)."""
+    return not name.startswith(("Memset", "Memcpy"))
+
+
 def is_kernel(record: KernelRecord) -> bool:
-    """A kernel, as opposed to a memset or memcopy the call also put on the GPU (CUPTI's names for those)."""
-    return not record.name.startswith(("Memset", "Memcpy"))
+    """A kernel, as opposed to a memset or memcopy the call also put on the GPU."""
+    return is_kernel_name(record.name)
 
 
 def sample_times_us(samples: list, only=lambda r: True) -> list:

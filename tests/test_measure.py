@@ -142,17 +142,24 @@ def test_timing_is_interleaved_and_resumes(tmp_path, fake_gpu):
 
 
 def test_checksums(tmp_path):
-    (tmp_path / "a.csv").write_text("1\n")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "b.csv").write_text("2\n")
+    """A folder's checksums (check), then the same as a sealed folder of a data folder (verify: its seal recorded in
+    the manifest above it)."""
+    run = tmp_path / "data" / "run-a"
+    (run / "sub").mkdir(parents=True)
+    (run / "a.csv").write_text("1\n")
+    (run / "sub" / "b.csv").write_text("2\n")
     with pytest.raises(FileNotFoundError, match="never sealed"):
-        checksums.verify(tmp_path)
-    checksums.write(tmp_path)
-    checksums.verify(tmp_path)
-    (tmp_path / "a.csv").write_text("3\n")
-    (tmp_path / "sub" / "b.csv").unlink()
+        checksums.verify(run)
+    checksums.write(run)
+    checksums.check(run)
+    with pytest.raises(ValueError, match="no SEALS.csv in any folder above it"):
+        checksums.verify(run)
+    checksums.record(run, tmp_path / "data" / "SEALS.csv")
+    checksums.verify(run)
+    (run / "a.csv").write_text("3\n")
+    (run / "sub" / "b.csv").unlink()
     with pytest.raises(ValueError, match=r"a.csv: changed since the run.*sub/b.csv: missing"):
-        checksums.verify(tmp_path)
+        checksums.verify(run)
 
 
 
@@ -163,6 +170,7 @@ def test_a_sealed_run_is_exactly_its_listed_files(tmp_path):
     (run / "bench-a").mkdir(parents=True)
     (run / "bench-a" / "timings.csv").write_text("key\n1\n")
     checksums.write(run)
+    checksums.record(run, tmp_path / "SEALS.csv")
     assert [p.name for p in checksums.verify(run)] == ["timings.csv"]
     (run / "bench-extra").mkdir()
     (run / "bench-extra" / "timings.csv").write_text("key\n2\n")
@@ -179,6 +187,9 @@ def test_a_sealed_run_is_exactly_its_listed_files(tmp_path):
         checksums.verify(run)
     sums.write_text(good)
     checksums.verify(run)
+    sums.write_text(good + good.splitlines()[0].split("  ")[0] + "  bench-a/more.csv\n")
+    with pytest.raises(ValueError, match="differs from the one .*SEALS.csv records"):    # sealed again, unrecorded
+        checksums.verify(run)
 
 
 def test_theoretical_traffic():
@@ -230,20 +241,25 @@ def test_history_runs_are_sealed_and_refused_by_the_aggregate(tmp_path):
     import tarfile
     archives = sorted((DATA / "history").glob("run-*.tar.xz"))
     assert [a.name for a in archives] == [f"{r}.tar.xz" for r in ("run-1", "run-2", "run-3", "run-4-x2", "run-5-x2")]
+    history = tmp_path / "data" / "nvidia-h200"
     for archive in archives:
         with tarfile.open(archive) as tar:
-            tar.extractall(tmp_path, filter="data")
-    runs = sorted(p for p in tmp_path.iterdir() if p.is_dir())
+            tar.extractall(history, filter="data")
+    runs = sorted(p for p in history.iterdir() if p.is_dir())
     assert len(runs) == 5
-    aggregate.verified(runs)                                      # every checksum still holds
+    for run in runs:
+        checksums.check(run)                                      # every checksum still holds
+        checksums.record(run, tmp_path / "data" / "SEALS.csv")    # read as if committed in data/ again
+    aggregate.verified(runs)
     with pytest.raises(ValueError, match=r"not made by the kernel timer .*history"):
         aggregate.main(["--runs", str(runs[2]), *ARTICLE,
                         "--out", str(tmp_path / "agg")])
 
 
 def test_tampered_data_is_refused(tmp_path):
-    copy = tmp_path / "nvidia-h200"
+    copy = tmp_path / "data" / "nvidia-h200"
     shutil.copytree(DATA, copy)
+    shutil.copy(DATA.parent / "SEALS.csv", copy.parent)
     run = sorted(copy.glob("run-*"))[0]
     timings = run / "bench-headline" / "timings.csv"
     timings.write_text(timings.read_text() + "\n")
@@ -351,9 +367,13 @@ def test_a_run_reaches_data_only_sealed(tmp_path):
     (staging / "bench-x").mkdir(parents=True)
     (staging / "bench-x" / "timings.csv").write_text("key\n1\n")
     data.mkdir(parents=True)                                    # what Snakemake makes before the job
-    checksums.publish(staging, data)
+    with pytest.raises(ValueError, match="no SEALS.csv in any folder above it to record the seal in"):
+        checksums.publish(staging, data)                        # refused before anything moved
+    assert (staging / "bench-x" / "timings.csv").exists() and not any(data.iterdir())
+    checksums.publish(staging, data, tmp_path / "data" / "SEALS.csv")
     assert (data / "SHA256SUMS").exists() and not staging.exists()
-    assert [p.name for p in checksums.verify(data)] == ["timings.csv"]
+    assert [p.name for p in checksums.verify(data)] == ["timings.csv"]        # recorded in the manifest
+    assert checksums.read_manifest(tmp_path / "data" / "SEALS.csv") == {"run-a": checksums._digest(data / "SHA256SUMS")}
     (staging / "bench-x").mkdir(parents=True)
     (staging / "bench-x" / "timings.csv").write_text("key\n2\n")
     with pytest.raises(FileExistsError, match="never overwritten"):

@@ -235,7 +235,7 @@ def test_a_runs_step_benchmark_files_are_sealed_with_it_and_read(tmp_path):
                                  cwd=ROOT).returncode
         assert ignored == 1, ".gitignore ignores the benchmark files of a run in data/"
     sealed = tmp_path / "data" / run
-    checksums.publish(tmp_path / "staging", sealed)
+    checksums.publish(tmp_path / "staging", sealed, tmp_path / "data" / "SEALS.csv")
     assert "benchmarks/theory.tsv" in checksums.listed(sealed)
     t = step_times.table([sealed], logs=[], cpu=[])
     assert list(t.rule) == ["plan", "theory"] and set(t.source) == {"benchmark"} and set(t.run) == {run}
@@ -259,6 +259,7 @@ def test_runs_sealed_before_benchmark_files_take_their_step_times_from_their_log
     (bare / "verify").mkdir(parents=True)
     (bare / "verify" / "correctness.csv").write_text("status\nok\n")
     checksums.write(bare)
+    checksums.record(bare, tmp_path / "SEALS.csv")
     with pytest.raises(FileNotFoundError, match="run-x: no benchmark files sealed in it"):
         step_times.table([bare], logs=[], cpu=[])
 

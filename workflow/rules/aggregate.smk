@@ -26,6 +26,7 @@ rule aggregate:
         CODE,
         script=f"{SCRIPTS}/aggregate/aggregate.py",
         seals=run_seals(),
+        manifest=SEALS,
         data=run_data_files(),
         article_timings="data/article/timings.csv",
         article_ncu="data/article/ncu.csv",

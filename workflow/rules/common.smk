@@ -18,6 +18,7 @@ bench_plan.check_plan(config["plan"])  # a bad plan fails here, in a dry run, no
 PY = shlex.quote(sys.executable)  # the interpreter running Snakemake runs every script (quoted: paths with spaces)
 GPU = config["gpu"]
 DATA = f"data/{GPU}"
+SEALS = f"data/{seal.MANIFEST}"  # the manifest of every seal under data/ (pipeline.seal): an input of each reader
 STAGING = f"results/staging/{GPU}"  # a run being measured; it moves into DATA when sealed
 PLAN = config["plan"]
 KERNEL_SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels").glob("*.py"))  # edit one: rebuild, re-verify
@@ -68,13 +69,12 @@ def run_seals():
 
 def run_data_files():
     """Every data file that the sealed runs list: inputs of the aggregate step, so that an edit to any of them is
-    noticed on the next plain run (and then refused by the checksums)."""
+    noticed on the next plain run (and then refused by the checksums). Read through seal.listed, which refuses a
+    name that is not a plain path inside its run. `make paper` verifies every seal first (seal verify-all)."""
     files = []
-    for seal in run_seals():
-        sums = ROOT / seal
-        if sums.exists():
-            files += [f"{Path(seal).parent}/{line.split('  ', 1)[1]}" for line in sums.read_text().splitlines()
-                      if "  " in line]
+    for sums in run_seals():
+        if (ROOT / sums).exists():
+            files += [f"{Path(sums).parent}/{name}" for name in seal.listed(ROOT / Path(sums).parent)]
     return files
 
 
@@ -85,18 +85,26 @@ def sealed_files(folder):
         str((folder / seal.NAME).relative_to(ROOT))]
 
 
+LOGS = f"{DATA}/snakemake-logs"  # Snakemake's log of each run, sealed (LOGS/SHA256SUMS, recorded in data/SEALS.csv)
+
+
 def step_time_logs():
     """Snakemake's log of each sealed run that holds no benchmark files (runs sealed before the GPU rules had a
-    benchmark:, run-6-x2 ... run-9-x2): step_times.py reads those runs' step times from it, and says so."""
+    benchmark:, run-6-x2 ... run-10-x2): step_times.py reads those runs' step times from it, only sealed, and says
+    so."""
     logs = []
-    for seal in run_seals():
-        sums = ROOT / seal
-        if sums.exists() and not any(line.split("  ", 1)[-1].startswith(f"{BENCH}/")
-                                     for line in sums.read_text().splitlines()):
-            log = ROOT / DATA / "snakemake-logs" / f"{Path(seal).parent.name}.log"
+    for sums in run_seals():
+        folder = ROOT / Path(sums).parent
+        if (folder / seal.NAME).exists() and not any(n.startswith(f"{BENCH}/") for n in seal.listed(folder)):
+            log = ROOT / LOGS / f"{folder.name}.log"
             if log.exists():
                 logs.append(str(log.relative_to(ROOT)))
     return logs
+
+
+def step_time_log_seals():
+    """The seal of the logs step_times.py reads (none when it reads none)."""
+    return [f"{LOGS}/{seal.NAME}"] if step_time_logs() else []
 
 
 def _refuse_placeholders():

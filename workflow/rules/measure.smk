@@ -201,8 +201,10 @@ rule theory:
 
 rule seal_run:
     """Checksums of everything the run measured, its steps' benchmark files included, written in the staging folder,
-    which then moves into data/ in one rename: a run folder appears in data/ only sealed. Verified whenever the data
-    is read. The seal's own benchmark file is written after the run is sealed, so it stays in benchmarks/."""
+    which then moves into data/ in one rename: a run folder appears in data/ only sealed. The seal is then recorded
+    in the manifest (data/SEALS.csv: not an output, which Snakemake would delete first; commit it with the run).
+    Verified, against the manifest, whenever the data is read. The seal's own benchmark file is written after the
+    run is sealed, so it stays in benchmarks/."""
     input:
         LIBRARY,
         expand(f"{STAGING}/{{{{run}}}}/bench-{{set}}/timings.csv", set=bench_plan.SETS),
@@ -226,5 +228,6 @@ rule seal_run:
     params:
         py=PY,
         staging=lambda wc: f"{STAGING}/{wc.run}",
+        manifest=SEALS,
     shell:
-        "{params.py} -m pipeline.seal publish {params.staging} $(dirname {output}) > {log} 2>&1"
+        "{params.py} -m pipeline.seal publish {params.staging} $(dirname {output}) {params.manifest} > {log} 2>&1"

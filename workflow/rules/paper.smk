@@ -19,8 +19,10 @@ rule step_times:
         CODE,
         script=f"{SCRIPTS}/aggregate/step_times.py",
         seals=run_seals(),
+        manifest=SEALS,
         data=run_data_files(),
         logs=step_time_logs(),
+        log_seals=step_time_log_seals(),
         cpu=CPU_BENCHMARKS,
     output:
         f"{AGG}/step_times.csv",
@@ -87,7 +89,8 @@ VALUES = {
                    article_timings="data/article/timings.csv"),
     "article": dict(article_claims="data/article/claims.csv", article_timings="data/article/timings.csv",
                     runs=rules.aggregate.output.runs),
-    "correctness": dict(correctness=rules.aggregate.output.correctness, cpu="results/verify/cpu/correctness.csv"),
+    "correctness": dict(correctness=rules.aggregate.output.correctness, cpu="results/verify/cpu/correctness.csv",
+                        timings=rules.aggregate.output.timings),
     "timing": dict(crosscheck=rules.aggregate.output.crosscheck, timer_check=rules.aggregate.output.timer_check,
                    launch_cost=rules.aggregate.output.launch_cost),
     "arch": dict(build=rules.aggregate.output.build),
@@ -113,7 +116,7 @@ rule values:
     input:
         unpack(lambda wc: VALUES[wc.subject]),
         CODE,
-        lambda wc: sealed_files(PROBES[wc.subject]) if wc.subject in PROBES else [],
+        lambda wc: sealed_files(PROBES[wc.subject]) + [SEALS] if wc.subject in PROBES else [],
     output:
         "results/paper/values/{subject}.tex",
     log:

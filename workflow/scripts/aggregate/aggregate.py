@@ -3,6 +3,11 @@
     python workflow/scripts/aggregate/aggregate.py --runs data/nvidia-h200/run-1 data/nvidia-h200/run-2 \
         --build results/build/sm_90/build.csv --out results/aggregate
 
+Before anything is computed, each run is checked: its checksums, and its seal against the manifest (data/SEALS.csv,
+pipeline.seal); then its content (check_timings, check_envs): no row twice, every time of a timed row finite and
+positive and in the order of its own statistics, the kernel time equal to its kernels' sum, every env.json of the
+GPU its folder names and of a commit git knows. A run that fails any of these is refused, naming the rows.
+
 A run folder holds its timings either flat (timings.csv) or per set (bench-<set>/timings.csv), its Nsight rows in
 ncu.csv or profile/ncu.csv, and, from run-3 on, ceilings/ceilings.csv: every such file below the run is read.
 
@@ -44,14 +49,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from kernels.shapes import attention_flops
-from pipeline import gpu_state, keys, seal, selection, settle
-from pipeline.kernel_timer import TIMER
+from pipeline import git, gpu_env, gpu_state, keys, seal, selection, settle
+from pipeline.kernel_timer import TIMER, is_kernel_name
 
 TORCH = tuple(selection.TORCH)
 # The roles of a per-run row, as columns of per_run.csv (each True or False), so that the steps after this one read
@@ -154,6 +161,110 @@ def check_timer(timings: pd.DataFrame) -> None:
     if bad:
         raise ValueError(f"run(s) {bad} hold timings not made by the kernel timer ({TIMER}): they were timed with "
                          f"CUDA events around each call and are kept as history only (data/<gpu>/history/)")
+
+
+class DataError(ValueError):
+    """A sealed run whose content cannot be a measurement."""
+
+
+# The kernel timer's figures of a timed row (pipeline.kernel_timer.measure), each in microseconds: every one finite
+# and positive in every timed row; the other *_us columns (the call and host times) wherever a run has them.
+TIMER_TIMES = ("time_us", "min_us", "q25_us", "q75_us", "max_us", "mean_us", "kernels_us")
+# Each a chain that a row's statistics keep: lowest <= quartile <= median <= quartile <= highest, and the mean
+# within the extremes.
+ORDERS = (("min_us", "q25_us", "time_us", "q75_us", "max_us"), ("min_us", "mean_us", "max_us"),
+          ("call_q25_us", "call_us", "call_q75_us"))
+SHOWN = 5  # rows named per problem
+
+
+def _rows(df: pd.DataFrame) -> str:
+    named = [f"{r.run} {r.key} repeat {r.repeat}" for r in df.head(SHOWN).itertuples()]
+    return "; ".join(named) + (f"; and {len(df) - SHOWN} more" if len(df) > SHOWN else "")
+
+
+def check_timings(timings: pd.DataFrame) -> None:
+    """Refuse (DataError, naming the rows) what no measurement writes:
+    - a row twice: one (run, set, key, repeat) in two rows; or one key, seed and kernel time in two rows (of one run
+      or two): every repeat draws a fresh seed, so such rows are one row copied;
+    - a timed row (status ok) with a time (TIMER_TIMES, and the call and host times where the run has them) that is
+      empty, not finite or not positive, or out of the order of its own statistics (ORDERS);
+    - a kernel time that is not its own kernel sum. `kernels` names what one sample put on the GPU, `n_kernels` how
+      many of those are kernels; time_us sums all of it and kernels_us the kernels alone (kernel_timer.measure). So
+      n_kernels must count the kernels of `kernels`; where everything is a kernel, time_us equals kernels_us; where
+      a memset or copy is there too, kernels_us is at most time_us."""
+    problems = []
+    twice = timings[timings.duplicated(["run", "set", "key", "repeat"], keep=False)]
+    if not twice.empty:
+        problems.append(f"rows listed twice (one run, set, key and repeat): {_rows(twice)}")
+    ok = timings[timings.status == "ok"]
+    copied = ok[ok.duplicated(["key", "seed", "time_us"], keep=False)]
+    if not copied.empty:
+        problems.append(f"rows with one key, seed and time (a row copied: every repeat draws its own seed): "
+                        f"{_rows(copied)}")
+    missing = [c for c in (*TIMER_TIMES, "kernels", "n_kernels") if c not in ok]
+    if missing:
+        raise DataError(f"timings without the kernel timer's columns {missing}: " + _rows(ok))
+    num = {c: pd.to_numeric(ok[c], errors="coerce") for c in ok.columns if c.endswith("_us")}
+    for c, v in num.items():
+        has = v.notna().groupby(ok.run).transform("any")     # a column the run records at all
+        bad = ~np.isfinite(v) | (v <= 0)
+        bad &= has if c not in TIMER_TIMES else True
+        if bad.any():
+            problems.append(f"{c} empty, not finite or not positive: {_rows(ok[bad])}")
+    for chain in ORDERS:
+        chain = [c for c in chain if c in num]
+        for lo, hi in zip(chain, chain[1:]):
+            bad = num[lo] > num[hi]
+            if bad.any():
+                problems.append(f"{lo} above {hi}: {_rows(ok[bad])}")
+    names = ok.kernels.fillna("").astype(str).str.split(";")
+    counted = names.map(lambda ns: sum(map(is_kernel_name, ns)))
+    n = pd.to_numeric(ok.n_kernels, errors="coerce")
+    bad = counted != n
+    if bad.any():
+        problems.append(f"n_kernels is not the number of kernels that `kernels` names: {_rows(ok[bad])}")
+    pure = names.map(len) == n
+    t, k = num["time_us"], num["kernels_us"]
+    bad = pure & ((t - k).abs() > 1e-9 * t.abs())
+    if bad.any():
+        problems.append(f"time_us is not its kernels' sum (kernels_us; the row's GPU work is kernels alone): "
+                        f"{_rows(ok[bad])}")
+    bad = ~pure & (k > t * (1 + 1e-9))
+    if bad.any():
+        problems.append(f"kernels_us above time_us (the kernels alone above all the row's GPU work): "
+                        f"{_rows(ok[bad])}")
+    if problems:
+        raise DataError("timings no measurement writes: " + " | ".join(problems))
+
+
+COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def check_envs(run_dirs) -> None:
+    """Refuse (DataError) an env.json whose GPU is not the one its run's folder names (data/<gpu slug>/<run>/,
+    gpu_env.gpu_slug), or whose project commit ('-dirty' or not) git does not know; the commit check is skipped,
+    saying so, where the tree has no git history (a copy without .git)."""
+    problems, commits = [], {}
+    for run in run_dirs:
+        folder_gpu = Path(run).resolve().parent.name
+        for path in env_files(run):
+            e = json.loads(path.read_text())
+            gpu = str(e.get("gpu") or "")
+            if gpu_env.gpu_slug(gpu) != folder_gpu:
+                problems.append(f"{path}: the GPU {gpu!r} (data/{gpu_env.gpu_slug(gpu) or '?'}/) is not its folder's, "
+                                f"data/{folder_gpu}/")
+            commits.setdefault(str(e.get("project_commit") or "").removesuffix("-dirty"), []).append(path)
+    if not git.history():
+        print(f"aggregate: the env.json commits were not checked: {git.ROOT} has no git history (.git), the "
+              f"witness of which commits exist", file=sys.stderr)
+    else:
+        named = {c for c in commits if COMMIT.fullmatch(c)}
+        for c in sorted(set(commits) - named) + sorted(git.unknown_commits(named)):
+            where = ", ".join(map(str, commits[c][:SHOWN])) + (" ..." if len(commits[c]) > SHOWN else "")
+            problems.append(f"{where}: the project commit {c or '(none)'!r} is not a commit of this repository's "
+                            f"history: the code that made the data is unknown")
+    if problems:
+        raise DataError("env.json files no run of this project writes: " + " | ".join(problems))
 
 
 def with_roles(pr: pd.DataFrame) -> pd.DataFrame:
@@ -418,8 +529,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     run_dirs = verified(a.runs)
-    timings = canonical_names(load(run_dirs, "timings.csv"))
-    check_timer(timings)
+    recorded = load(run_dirs, "timings.csv")
+    check_timer(recorded)
+    check_timings(recorded)
+    check_envs(run_dirs)
+    timings = canonical_names(recorded)
     with_roles(timings).to_csv(a.out / "timings.csv", index=False)
     pr = per_run(timings)
     pr.to_csv(a.out / "per_run.csv", index=False)

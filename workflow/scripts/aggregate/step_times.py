@@ -4,10 +4,11 @@ every rule), into results/aggregate/step_times.csv: the paper's step table and i
 - A measured run's GPU steps: Snakemake writes each step's benchmark file inside the run's staging folder
   (`benchmarks/<rule>.tsv`, `benchmarks/bench/<set>.tsv`), so that it is sealed with the data it timed; read, as
   every file of a run, only as the run's SHA256SUMS lists it, checksums verified.
-- Runs sealed before the rules had benchmark files (run-6-x2 ... run-9-x2) hold none. For those runs alone, each
+- Runs sealed before the rules had benchmark files (run-6-x2 ... run-10-x2) hold none. For those runs alone, each
   job's time is read from the run's Snakemake log (data/<gpu>/snakemake-logs/<run>.log): from the stamp Snakemake
   printed as the job started to the stamp it printed when the job finished, whole seconds. Those rows say so
-  (`source`: snakemake log) and the paper says which runs they are. A run with neither is an error.
+  (`source`: snakemake log) and the paper says which runs they are. A run with neither is an error. A log is read
+  only sealed, as a run's files are: listed in the SHA256SUMS of its folder, which data/SEALS.csv records.
 - This build's CPU steps: the benchmark files given with --cpu (benchmarks/ at the top of the repository, written by
   `make paper`: untracked).
 
@@ -94,6 +95,18 @@ def from_log(log: Path) -> list:
     return jobs
 
 
+def sealed_log(log: Path) -> Path:
+    """The log, once its folder's seal holds (checksums, and the manifest's entry) and lists it."""
+    log = Path(log)
+    if not (log.parent / seal.NAME).exists():
+        raise FileNotFoundError(f"{log}: the step table reads a Snakemake log only sealed, and {log.parent} has no "
+                                f"{seal.NAME}: seal it (`python -m pipeline.seal write {log.parent}`, then "
+                                f"`python -m pipeline.seal manifest data`) and commit both, as a reviewed change")
+    if log.resolve() not in {p.resolve() for p in seal.verify(log.parent)}:
+        raise ValueError(f"{log}: not listed in {log.parent / seal.NAME}: the step table reads a log only sealed")
+    return log
+
+
 def run_rows(run: Path, logs: dict) -> list:
     """A run's step times: its sealed benchmark files, or (runs sealed before them) its Snakemake log."""
     listed = seal.verify(run)
@@ -105,7 +118,7 @@ def run_rows(run: Path, logs: dict) -> list:
         raise FileNotFoundError(f"{run}: no benchmark files sealed in it ({BENCH}/) and no Snakemake log given for "
                                 f"it (--logs .../{run.name}.log): its step times are unknown")
     rows = []
-    for j in from_log(log):
+    for j in from_log(sealed_log(log)):
         if j["rule"] in RUN_RULES:
             job = ",".join(v for k, v in sorted(j["wildcards"].items()) if k != "run")
             rows.append(dict(tier="run", run=run.name, rule=j["rule"], job=job, seconds=j["seconds"],

@@ -1,5 +1,7 @@
 """The paper's numbers on correctness: the worst relative error per dtype over every check of the GPU runs, the
-counts of checks and of wrong ones, and the checks of this build in Triton's interpreter."""
+counts of checks and of wrong ones, the bench step's own check of each output before it is timed (a wrong one is
+never timed, and is counted here rather than dropped unseen), and the checks of this build in Triton's
+interpreter."""
 
 import sys
 from pathlib import Path
@@ -15,7 +17,7 @@ def scientific(x: float) -> str:
     return f"${mant}\\times10^{{{int(exp)}}}$"
 
 
-def values(correctness: Path, cpu: Path) -> Values:
+def values(correctness: Path, cpu: Path, timings: Path) -> Values:
     v = Values("correctness")
     checks = pd.read_csv(correctness)
     ok = checks[checks.status == "ok"]
@@ -23,6 +25,9 @@ def values(correctness: Path, cpu: Path) -> Values:
     v.macro("WorstErrBf", scientific(ok[ok.dtype == "bfloat16"].rel_error.max()))
     v.macro("ChecksOk", len(ok))
     v.macro("ChecksWrong", int((checks.status == "WRONG").sum()))
+    bench = pd.read_csv(timings, usecols=["status"]).status
+    v.macro("BenchChecks", int(bench.isin(["ok", "WRONG"]).sum()))
+    v.macro("BenchWrong", int((bench == "WRONG").sum()))
     c = pd.read_csv(cpu)
     v.macro("ChecksCpu", len(c))
     v.macro("ChecksCpuWrong", int((c.status != "ok").sum()))

@@ -1,0 +1,214 @@
+"""The aggregate's checks of what it reads, each against an attack on a copy of a real sealed run in tmp_path: the
+data edited and sealed again is refused by the manifest, and, recorded there too (as a reviewed reseal would be),
+by the content checks: halved times, a row twice, a NaN, zero or negative time, a kernel time that is not its
+kernels' sum, an env.json of another GPU or of a commit git does not know, a copied run, a neighbour's rows listed
+through '..'. Rows the bench step judged wrong are counted in the paper, not dropped unseen."""
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from steps import step
+
+from pipeline import git, seal
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+RUN = "run-9-x2"
+aggregate = step("aggregate/aggregate")
+ARTICLE = ["--article-timings", str(DATA / "article" / "timings.csv"),
+           "--article-ncu", str(DATA / "article" / "ncu.csv")]
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    """tmp_path/data with a copy of RUN and run-8-x2 and their rows of the committed manifest."""
+    rows = seal.read_manifest(DATA / seal.MANIFEST)
+    out = tmp_path / "data"
+    names = [f"nvidia-h200/{RUN}", "nvidia-h200/run-8-x2"]
+    for name in names:
+        shutil.copytree(DATA / name, out / name)
+    seal.write_manifest(out / seal.MANIFEST, {n: rows[n] for n in names})
+    return out
+
+
+def run_aggregate(runs, out: Path) -> int:
+    return aggregate.main(["--runs", *map(str, runs), *ARTICLE, "--out", str(out)])
+
+
+def edit_timings(run: Path, change, set_="headline") -> None:
+    path = run / f"bench-{set_}" / "timings.csv"
+    t = pd.read_csv(path)
+    change(t)
+    t.to_csv(path, index=False)
+
+
+def reseal(run: Path, out: Path, error: str):
+    """Seal the edited run again: the manifest refuses it; recorded there as well, the aggregate refuses it with
+    `error` (a content check)."""
+    seal.write(run)
+    with pytest.raises(seal.SealError, match="differs from the one .*SEALS.csv records"):
+        run_aggregate([run], out / "unrecorded")
+    seal.record(run)
+    with pytest.raises(aggregate.DataError, match=error):
+        run_aggregate([run], out / "recorded")
+
+
+def test_the_copy_aggregates_as_committed(data, tmp_path):
+    assert run_aggregate([data / "nvidia-h200" / RUN], tmp_path / "agg") == 0
+
+
+def halve(t):
+    t.loc[t.status == "ok", "time_us"] /= 2
+
+
+def twice(t):
+    t.loc[len(t)] = t.iloc[3]
+
+
+def nan(t):
+    t.loc[5, "time_us"] = float("nan")
+
+
+def negative(t):
+    t.loc[5, ["time_us", "kernels_us", "min_us", "q25_us", "q75_us", "max_us", "mean_us"]] *= -1
+
+
+def zero_host(t):
+    t.loc[7, "host_us"] = 0
+
+
+def not_its_kernel_sum(t):
+    pure = t.kernels.str.count(";") == 0
+    i = t[pure & (t.status == "ok")].index[0]
+    t.loc[i, "kernels_us"] = t.loc[i, "time_us"] * 1.01
+
+
+def halve_all_but_the_kernels(t):
+    ok = t.status == "ok"
+    t.loc[ok, ["time_us", "min_us", "q25_us", "q75_us", "max_us", "mean_us"]] /= 2
+
+
+def kernels_above_all(t):
+    memset = t.kernels.str.contains("Memset")
+    i = t[memset & (t.status == "ok")].index[0]
+    t.loc[i, "kernels_us"] = t.loc[i, "time_us"] * 1.5
+
+
+def miscounted(t):
+    t.loc[t.status == "ok", "n_kernels"] += 1
+
+
+@pytest.mark.parametrize("change, error", [
+    (halve, r"time_us is not its kernels' sum|min_us above q25_us"),
+    (halve_all_but_the_kernels, r"time_us is not its kernels' sum"),
+    (twice, r"rows listed twice \(one run, set, key and repeat\): run-9-x2 "),
+    (nan, r"time_us empty, not finite or not positive: run-9-x2 "),
+    (negative, r"time_us empty, not finite or not positive"),
+    (zero_host, r"host_us empty, not finite or not positive"),
+    (not_its_kernel_sum, r"time_us is not its kernels' sum"),
+    (kernels_above_all, r"kernels_us above time_us"),
+    (miscounted, r"n_kernels is not the number of kernels that `kernels` names"),
+], ids=lambda x: x.__name__ if callable(x) else "")
+def test_edited_timings_sealed_again_are_refused(data, tmp_path, change, error):
+    run = data / "nvidia-h200" / RUN
+    edit_timings(run, change)
+    reseal(run, tmp_path, error)
+
+
+def edit_env(run: Path, **fields) -> Path:
+    path = run / "bench-headline" / "env.json"
+    env = json.loads(path.read_text())
+    env.update(fields)
+    path.write_text(json.dumps(env, indent=2))
+    return path
+
+
+def test_an_env_json_of_another_gpu_is_refused(data, tmp_path):
+    run = data / "nvidia-h200" / RUN
+    edit_env(run, gpu="NVIDIA H100 80GB HBM3")
+    reseal(run, tmp_path, r"bench-headline/env.json: the GPU 'NVIDIA H100 80GB HBM3' \(data/nvidia-h100-80gb-hbm3/\) "
+                          r"is not its folder's, data/nvidia-h200/")
+
+
+@pytest.mark.skipif(not git.history(ROOT), reason="no .git: git's history is the witness of which commits exist")
+@pytest.mark.parametrize("commit", ["0123456789abcdef0123456789abcdef01234567", "unknown", "HEAD", None])
+def test_an_env_json_of_a_commit_git_does_not_know_is_refused(data, tmp_path, commit):
+    run = data / "nvidia-h200" / RUN
+    edit_env(run, project_commit=commit)
+    reseal(run, tmp_path, r"bench-headline/env.json: the project commit .* is not a commit of this repository's")
+
+
+def test_the_commit_check_is_skipped_saying_so_without_git_history(data, tmp_path, monkeypatch, capsys):
+    run = data / "nvidia-h200" / RUN
+    edit_env(run, project_commit="0123456789abcdef0123456789abcdef01234567")
+    seal.write(run)
+    seal.record(run)
+    monkeypatch.setattr(aggregate.git, "history", lambda root=None: False)
+    assert run_aggregate([run], tmp_path / "agg") == 0
+    assert "the env.json commits were not checked" in capsys.readouterr().err
+
+
+def test_a_copied_run_is_refused_even_sealed_anew(data, tmp_path):
+    """run-18, a copy of run-9-x2: in no manifest row; its seal is another run's, so it cannot be recorded; with one
+    file added and sealed anew it can, and the aggregate finds run-9-x2's rows in it (one key, seed and time)."""
+    run = data / "nvidia-h200" / RUN
+    copy = run.with_name("run-18")
+    shutil.copytree(run, copy)
+    with pytest.raises(seal.SealError, match="run-18: not listed in"):
+        run_aggregate([run, copy], tmp_path / "a")
+    with pytest.raises(seal.SealError, match="one is a copy"):
+        seal.record(copy)
+    (copy / "note.txt").write_text("a second run\n")
+    seal.write(copy)
+    seal.record(copy)
+    with pytest.raises(aggregate.DataError, match=r"rows with one key, seed and time \(a row copied"):
+        run_aggregate([run, copy], tmp_path / "b")
+
+
+def test_a_neighbours_rows_listed_through_dotdot_are_refused(data, tmp_path):
+    """run-9-x2's SHA256SUMS naming run-8-x2's timings ('../run-8-x2/...', with its right checksum), recorded: the
+    aggregate counted run-8-x2's rows twice; now the seal is refused, naming the line."""
+    run = data / "nvidia-h200" / RUN
+    name = "../run-8-x2/bench-headline/timings.csv"
+    sums = run / seal.NAME
+    sums.write_text(sums.read_text() + f"{seal._digest(run / name)}  {name}\n")
+    seal.write_manifest(data / seal.MANIFEST, {**seal.read_manifest(data / seal.MANIFEST),
+                                               f"nvidia-h200/{RUN}": seal._digest(sums)})
+    with pytest.raises(seal.SealError, match=r"line \d+: '\.\./run-8-x2/bench-headline/timings.csv' is a path that "
+                                             r"leads out of the folder"):
+        run_aggregate([run], tmp_path / "agg")
+
+
+def test_the_committed_runs_pass_every_content_check():
+    """What the aggregate reads of data/: every run's timings and env.json pass the content checks (the whole
+    aggregate of them: tests/test_measure.py)."""
+    runs = sorted(p for p in (DATA / "nvidia-h200").glob("run-*"))
+    aggregate.verified(runs)
+    recorded = aggregate.load(runs, "timings.csv")
+    aggregate.check_timer(recorded)
+    aggregate.check_timings(recorded)
+    aggregate.check_envs(runs)
+
+
+def test_wrong_bench_rows_are_counted_in_the_paper(data, tmp_path):
+    """A bench row judged WRONG is never timed, so the tables leave it out: the paper counts it (BenchWrong), from
+    the aggregate's timings.csv through the correctness values step."""
+    run = data / "nvidia-h200" / RUN
+
+    def wrong(t):
+        i = t[t.status == "ok"].index[0]
+        t.loc[i, "status"] = "WRONG"
+        t.loc[i, [c for c in t.columns if c.endswith("_us")] + ["kernels", "n_kernels", "timer"]] = None
+    edit_timings(run, wrong)
+    seal.write(run)
+    seal.record(run)
+    out = tmp_path / "agg"
+    assert run_aggregate([run], out) == 0
+    cpu = tmp_path / "cpu.csv"
+    cpu.write_text("status\nok\n")
+    values = step("paper/values/correctness").values(out / "correctness.csv", cpu, out / "timings.csv").macros
+    timings = pd.read_csv(out / "timings.csv")
+    assert values["BenchWrong"] == "1" and values["BenchChecks"] == str(int(timings.status.isin(["ok", "WRONG"]).sum()))
