@@ -43,14 +43,13 @@ class Entry:
 
 def load_config(path: Path) -> dict:
     """The plan section of a config (config/config.yaml) or of a run's plan.yaml: a key given twice, a number that
-    is not finite (NaN anywhere; infinity where config/schema.yaml bounds it) or a pair of bounds the wrong way round
-    is refused (pipeline/config_check.py), as when the pipeline is parsed."""
+    is not finite or a pair of bounds the wrong way round is refused (pipeline/config_check.py), as when the pipeline
+    is parsed."""
     cfg = config_check.load_yaml(path)
     if not isinstance(cfg, dict) or "plan" not in cfg:
         raise ValueError(f"{path}: no 'plan' section (what the GPU measurement runs)")
-    schema = config_check.load_schema() if config_check.SCHEMA.exists() else None
     try:
-        config_check.check_plan_values(cfg["plan"], schema)
+        config_check.check_plan_values(cfg["plan"])
     except config_check.ConfigError as err:
         raise config_check.ConfigError(f"{path}: {err}") from None
     return cfg["plan"]
