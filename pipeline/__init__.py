@@ -2,6 +2,8 @@
 step. Each module has one job:
 
 - plan: the measurement plan, config/config.yaml's sets expanded into entries;
+- config_check: what the config's schema cannot check (duplicate keys, numbers that are not finite, pairs of bounds,
+  nested --config values, cross-check waivers), checked when the pipeline is parsed;
 - keys: entry keys, the only place that formats or parses one;
 - selection: which rows of the tidy tables the paper's headline means;
 - call: the checked and the timed call of an entry (the only caller of the kernel timer);

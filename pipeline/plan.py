@@ -5,13 +5,11 @@ import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import yaml
-
 from kernels.shapes import HEADLINE, Shape
 from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, default_tile, extended, last_ablations,
                             leave_one_out, resolve_variant, stage_of, switches_label)
 
-from . import keys
+from . import config_check, keys
 
 SETS = ("headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles", "tuning")
 
@@ -44,9 +42,16 @@ class Entry:
 
 
 def load_config(path: Path) -> dict:
-    cfg = yaml.safe_load(Path(path).read_text())
+    """The plan section of a config (config/config.yaml) or of a run's plan.yaml: a key given twice, a number that
+    is not finite or a pair of bounds the wrong way round is refused (pipeline/config_check.py), as when the pipeline
+    is parsed."""
+    cfg = config_check.load_yaml(path)
     if not isinstance(cfg, dict) or "plan" not in cfg:
         raise ValueError(f"{path}: no 'plan' section (what the GPU measurement runs)")
+    try:
+        config_check.check_plan_values(cfg["plan"])
+    except config_check.ConfigError as err:
+        raise config_check.ConfigError(f"{path}: {err}") from None
     return cfg["plan"]
 
 
@@ -156,7 +161,9 @@ def large_n_entries(m: dict) -> list:
 def check_plan(m: dict) -> list:
     """Expand the whole plan (every set, the profiled and the premise entries) and check every entry, so that a bad
     plan fails when the pipeline is parsed (a dry run), not inside a GPU job: unknown variants, shapes the kernel
-    does not take; the stage of the Qwen3 end-to-end step (plan.qwen3_e2e). Returns the entries."""
+    does not take; the stage of the Qwen3 end-to-end step (plan.qwen3_e2e); numbers that are not finite and pairs
+    of bounds the wrong way round (min_samples > max_samples: pipeline/config_check.py). Returns the entries."""
+    config_check.check_plan_values(m)
     e2e = m.get("qwen3_e2e") or {}
     if "stage" in e2e and e2e["stage"] not in STAGES:
         raise ValueError(f"plan.qwen3_e2e.stage: unknown stage {e2e['stage']!r}; the stages are {list(STAGES)}")

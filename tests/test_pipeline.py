@@ -123,10 +123,79 @@ def test_a_plan_without_the_qwen3_section_makes_and_seals_a_run_without_it(tmp_p
     (["measure=yes"], "'yes' is not of type 'boolean'"),
     (["run=latest"], "'latest' does not match"),
     (["gpu=Bad GPU"], "'Bad GPU' does not match"),
+    # Snakemake reads nan and inf as floats, which pass the schema's bounds (every comparison with NaN is false)
+    (["crosscheck_max_pct=nan"], "crosscheck_max_pct: NaN is not a number (it passes every bound of "
+                                 "config/schema.yaml, and fails only where it is used); give a finite number > 0 and "
+                                 "<= 50"),
+    (["crosscheck_max_pct=inf"], "crosscheck_max_pct: inf is not a setting this key can take"),
+    # nested values are read as YAML (Snakemake's own reading makes every leaf a string)
+    (["plan={bench: {rep_ms: .nan}}"], "plan.bench.rep_ms: NaN is not a number"),
+    (["plan={bench: {min_samples: 500}}"], "plan.bench.min_samples (500) is above plan.bench.max_samples (400): the "
+                                           "kernel timer takes between min_samples and max_samples samples; make "
+                                           "min_samples <= max_samples"),
+    (["plan={bench.host_min_calls: 60}"], "plan.bench.host_min_calls (60) is above plan.bench.host_max_calls (50)"),
+    (["plan={bench: {rep_ms: 40, rep_ms: 50}}"], "--config plan={bench: {rep_ms: 40, rep_ms: 50}}, line 1: the key "
+                                                 "bench.rep_ms is given twice (first at line 1)"),
+    (["crosscheck_waivers=[{run: run-15-x3, variant: v16, reason: a reason long enough to count}]"],
+     "crosscheck_waivers[0].run: 'run-15-x3' is not a run of data/nvidia-h200"),
+    (["crosscheck_waivers=[{run: run-15-x2, variant: v12, reason: a reason long enough to count}]"],
+     "crosscheck_waivers[0].variant: 'v12' was not profiled in run-15-x2"),
+    (["measure=True", "run=run-dryrun",
+      "crosscheck_waivers=[{run: run-dryrun, variant: v12, reason: a reason long enough to count}]"],
+     "crosscheck_waivers[0].variant: 'v12' was not profiled in run-dryrun"),     # the new run: this config's plan
 ])
 def test_bad_config_is_refused(config, message):
     proc = snakemake("-n", "--cores", "1", "--config", *config)
-    assert proc.returncode != 0 and message in proc.stdout + proc.stderr
+    assert proc.returncode != 0 and message in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-1500:]
+
+
+@pytest.mark.parametrize("config, archs, rep_ms", [
+    (["build={archs: [90]}"], 1, 50),
+    (["plan={bench: {rep_ms: 40}}"], 4, 40),
+    (["plan={bench.rep_ms: 40, bench.max_samples: 300}", "build={archs: [90, 86]}"], 2, 40),
+])
+def test_a_nested_config_value_is_taken_as_yaml(config, archs, rep_ms):
+    """`--config plan='{bench: {rep_ms: 40}}'` (or with dotted keys, plan='{bench.rep_ms: 40}'): Snakemake reads the
+    leaves of a nested value as strings ('40', which the schema refused); the pipeline reads them again as YAML."""
+    proc = snakemake("-n", "--cores", "1", "--forceall", "--config", *config)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-1500:]
+    assert jobs(proc.stdout)["build_variants"] == archs
+
+
+def test_a_nested_config_value_reaches_a_runs_plan_with_its_types():
+    """The plan a GPU run's steps read (the rule plan writes it from the config Snakemake holds) has the nested
+    --config values as numbers, merged into the config's plan as Snakemake merges them."""
+    import yaml
+    run = "run-config-test"
+    plan_file = ROOT / "results" / "staging" / "nvidia-h200" / run / "plan.yaml"
+    try:
+        proc = snakemake("--cores", "1", str(plan_file.relative_to(ROOT)), "--config", "measure=True", f"run={run}",
+                         "plan={bench.rep_ms: 40, bench: {settle_tol_pct: .5}, qwen3_e2e: {layers: {0.6B: 2}}}")
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-1500:]
+        plan = yaml.safe_load(plan_file.read_text())["plan"]
+    finally:
+        shutil.rmtree(plan_file.parent, ignore_errors=True)
+        (ROOT / "logs" / "plan" / f"{run}.log").unlink(missing_ok=True)
+    assert plan["bench"]["rep_ms"] == 40 and plan["bench"]["settle_tol_pct"] == 0.5 and plan["bench"]["min_samples"] == 25
+    assert plan["qwen3_e2e"]["layers"] == {"0.6B": 2, "32B": 2} and "bench.rep_ms" not in plan
+
+
+def test_a_key_given_twice_in_a_config_file_is_refused(tmp_path):
+    """Snakemake's loader keeps the last of a key given twice, silently: the pipeline reads each config file again,
+    the Snakefile's own (config/config.yaml) and every --configfile."""
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("plan:\n  bench: {rep_ms: 40}\n  repeats: {headline: 1}\n  bench: {rep_ms: 30}\n")
+    proc = snakemake("-n", "--cores", "1", "--configfile", "config/config.yaml", str(extra))
+    assert proc.returncode != 0 and (f"{extra}, line 4: the key plan.bench is given twice (first at line 2); YAML "
+                                     f"keeps the last one silently: keep one of them") in proc.stdout + proc.stderr
+    own = tmp_path / "workdir" / "config" / "config.yaml"           # the configfile: directive's, in a work dir
+    own.parent.mkdir(parents=True)
+    text = (ROOT / "config" / "config.yaml").read_text()
+    own.write_text(text.replace("crosscheck_max_pct: 5\n", "crosscheck_max_pct: 5\ncrosscheck_max_pct: 50\n", 1))
+    line = text.splitlines().index("crosscheck_max_pct: 5") + 2
+    proc = snakemake("-n", "--cores", "1", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(own.parents[1]))
+    assert proc.returncode != 0 and (f"{own}, line {line}: the key crosscheck_max_pct is given twice (first at line "
+                                     f"{line - 1})") in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-1500:]
 
 
 @pytest.fixture(scope="module")
@@ -311,6 +380,17 @@ def test_verdicts_follow_the_data(built, tmp_path):
     ({"plan": {"qwen3_e2e": {"stage": "v9x"}}}, "plan.qwen3_e2e.stage: unknown stage 'v9x'"),
     ({"plan": {"qwen3_e2e": {"models": ["7B"]}}}, "'7B' is not one of"),
     ({"plan": {"qwen3_e2e": {"layers": {"8B": 37}}}}, "is not valid under any of the given schemas"),
+    ({"crosscheck_max_pct": float("nan")}, "crosscheck_max_pct: NaN is not a number"),
+    ({"plan": {"bench": {"rep_ms": float("nan")}}}, "plan.bench.rep_ms: NaN is not a number"),
+    ({"plan": {"timer_check_sleep_us": [0, float("inf")]}}, "plan.timer_check_sleep_us[1]: inf is not a setting"),
+    ({"plan": {"bench": {"min_samples": 500}}}, "plan.bench.min_samples (500) is above plan.bench.max_samples (400)"),
+    ({"plan": {"bench": {"host_min_calls": 60}}}, "plan.bench.host_min_calls (60) is above"),
+    ({"plan": {"timer_check_sleep_us": [200, 1000]}}, "plan.timer_check_sleep_us ([200, 1000]) has no 0"),
+    ({"crosscheck_waivers": [{"run": "run-15-x2", "variant": "v16x", "reason": "a reason long enough to count"}]},
+     "crosscheck_waivers[0].variant: 'v16x' is neither a PyTorch implementation"),
+    ({"crosscheck_waivers": [{"run": "run-15-x2", "variant": "v16", "reason": "a reason long enough to count"},
+                             {"run": "run-15-x2", "variant": "v16", "reason": "a reason long enough to count"}]},
+     "crosscheck_waivers[1]: run-15-x2 v16 is waived twice"),
 ])
 def test_a_bad_plan_fails_in_the_dry_run(tmp_path, override, message):
     """Typos anywhere in the configuration, unknown variants and shapes the kernel cannot take fail when the

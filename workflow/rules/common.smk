@@ -6,14 +6,27 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from pipeline import config_check
+
+ROOT = Path(workflow.basedir)
+# What the schema cannot check, checked before it (pipeline/config_check.py): a key given twice in a config file
+# (Snakemake's loader, having read them, keeps the last one silently); the values of --config that are YAML mappings
+# or lists, which Snakemake reads with every leaf a string (plan='{bench: {rep_ms: 50}}'), read again as YAML, with
+# dotted keys inside them as paths (plan='{bench.rep_ms: 50}'); NaN anywhere, and infinity where the schema bounds
+# a number (NaN passes every bound).
+CONFIG_SCHEMA = config_check.load_schema(ROOT / "config" / "schema.yaml")
+config_check.check_files(workflow.configfiles)
+config_check.apply_overrides(config, workflow.config_settings.config_args, CONFIG_SCHEMA)
+config_check.check_numbers(config, CONFIG_SCHEMA)
 validate(config, schema="../../config/schema.yaml")
 
 from kernels.stages import ALL_SWITCHES
 from pipeline import plan as bench_plan  # the sets of the measurement plan (the library, installed with kernels)
 from pipeline import seal
 
-ROOT = Path(workflow.basedir)
-bench_plan.check_plan(config["plan"])  # a bad plan fails here, in a dry run, not inside a GPU job
+# A bad plan fails here, in a dry run, not inside a GPU job: unknown variants, shapes the kernel does not take, pairs
+# of bounds the wrong way round (min_samples > max_samples); the cross-check's waivers are checked below.
+bench_plan.check_plan(config["plan"])
 
 PY = shlex.quote(sys.executable)  # the interpreter running Snakemake runs every script (quoted: paths with spaces)
 GPU = config["gpu"]
@@ -119,3 +132,17 @@ def _refuse_placeholders():
 
 
 _refuse_placeholders()
+
+
+def _check_waivers():
+    """Each cross-check waiver names a run the paper is built from (a run folder of DATA, or the new run) and an entry
+    its plan profiled (the new run's: this config's plan): a typo fails here, not at the aggregate step."""
+    runs = {p.name: config_check.run_profiled(p) for p in (ROOT / DATA).glob("run-*")
+            if p.is_dir() and any(p.iterdir())}
+    if config["measure"] and config["run"]:
+        runs[config["run"]] = config_check.plan_profiled(PLAN)
+    torch_impls = CONFIG_SCHEMA["properties"]["plan"]["properties"]["torch_impls"]["items"]["enum"]
+    config_check.check_waivers(config.get("crosscheck_waivers", []), runs, DATA, torch_impls)
+
+
+_check_waivers()

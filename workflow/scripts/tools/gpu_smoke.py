@@ -14,13 +14,14 @@ from pathlib import Path
 import yaml
 
 from kernels.stages import BASELINE, FINAL
+from pipeline import config_check
 
 SCRIPTS = Path(__file__).resolve().parents[1]
 ROOT = SCRIPTS.parents[1]
 
 
 def smoke_config(full: Path, out: Path) -> Path:
-    cfg = yaml.safe_load(full.read_text())
+    cfg = config_check.load_yaml(full)   # a key given twice is refused, as when the pipeline is parsed
     plan = cfg["plan"]
     plan["repeats"] = {name: 1 for name in plan["repeats"]}
     plan["profile"] = {"variants": [BASELINE, FINAL], "extra": [], "torch_impls": ["torch-default", "torch-flash"],
