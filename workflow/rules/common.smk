@@ -10,7 +10,7 @@ validate(config, schema="../../config/schema.yaml")
 
 from kernels.stages import ALL_SWITCHES
 from pipeline import plan as bench_plan  # the sets of the measurement plan (the library, installed with kernels)
-from pipeline import seal
+from pipeline import captions, seal
 
 ROOT = Path(workflow.basedir)
 bench_plan.check_plan(config["plan"])  # a bad plan fails here, in a dry run, not inside a GPU job
@@ -97,6 +97,12 @@ def step_time_logs():
             if log.exists():
                 logs.append(str(log.relative_to(ROOT)))
     return logs
+
+
+def compare_files(wc):
+    """The reviewer's run: every file its SHA256SUMS lists, and the SHA256SUMS (the aggregate step verifies them)."""
+    folder = Path(config["compare"])
+    return [str(folder / name) for name in seal.listed(folder)] + [str(folder / seal.NAME)]
 
 
 def _refuse_placeholders():
