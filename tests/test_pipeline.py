@@ -76,6 +76,17 @@ def test_dry_run_default_tier_needs_no_gpu():
     assert not {"bench", "profile", "verify_gpu", "ceilings", "seal_run", "compile", "timer_check", "qwen3_e2e"} & set(j)
 
 
+def test_smoke_runs_the_aggregate_the_verdicts_one_figure_and_one_table_on_the_sm_90_build_alone():
+    """`make smoke`'s Snakemake targets (read from the Makefile) with config/smoke.yaml: only these jobs, not the
+    paper (the whole `make paper` is what smoke used to be)."""
+    targets = re.search(r"^SMOKE_TARGETS = (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
+    proc = snakemake("-n", "--forceall", "--cores", "2", "--configfile", "config/config.yaml", "config/smoke.yaml",
+                     "--", *targets)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert jobs(proc.stdout) == {"build_variants": 1, "aggregate": 1, "claims": 1, "figure": 1, "tables": 1}
+    assert "wildcards: arch=90" in proc.stdout
+
+
 def test_dry_run_measure_tier():
     proc = snakemake("-n", "--cores", "16", "--resources", "gpu=2", "--config", "measure=True", "run=run-dryrun")
     assert proc.returncode == 0, proc.stderr[-2000:]
