@@ -25,6 +25,7 @@ in flips.txt, and `make compare` fails, naming it.
 
 import html
 import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -108,7 +109,7 @@ def verdicts(paper: pd.DataFrame, by_run: pd.DataFrame, run: pd.DataFrame) -> pd
 
 
 def verdict_status(paper: str, allowed: set, mine: str) -> str:
-    if mine in UNTESTED or paper in UNTESTED and not allowed:
+    if mine in UNTESTED or (paper in UNTESTED and not allowed):
         return "not compared"
     if mine == paper:
         return "same"
@@ -243,7 +244,6 @@ def compare(input) -> pd.DataFrame:
 
 
 def main(input, output, params) -> int:
-    from pathlib import Path
     t = compare(input)
     paper_runs = sorted(set(pd.read_csv(input.claims_by_run).run))
     t.to_csv(output.table, index=False)
