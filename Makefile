@@ -14,11 +14,18 @@ TEX_PACKAGES = latexmk texlive-latex-recommended texlive-fonts-recommended poppl
 SLURM_PACKAGES = slurm-wlm munge
 
 .DEFAULT_GOAL := help
-.PHONY: help smoke paper test report build measure tex slurm lock release clean
+.PHONY: help smoke paper test report build measure compare tex slurm lock release clean
+
+# The commands in the order a newcomer meets them; a documented target missing here is listed after them.
+HELP_ORDER = smoke paper test measure compare report build tex slurm lock release help clean
 
 ## help: list the commands (the default)
 help:
-	@grep -hE '^##' $(MAKEFILE_LIST) | sed -e 's/^## //' -e 's/^   */      /'
+	@awk -v order="$(HELP_ORDER)" '/^## / { line = $$0; sub(/^## /, "", line); \
+	  if (match(line, /^[a-z_-]+:/)) { t = substr(line, 1, RLENGTH - 1); seen[++n] = t; text[t] = line } \
+	  else { sub(/^ +/, "      ", line); text[t] = text[t] "\n" line } } \
+	  END { k = split(order, o, " "); for (i = 1; i <= k; i++) if (o[i] in text) { print text[o[i]]; done[o[i]] = 1 } \
+	  for (i = 1; i <= n; i++) if (!(seen[i] in done)) print text[seen[i]] }' $(MAKEFILE_LIST)
 
 # The environment: every version from the lock file, each wheel checked against its hash; then this package.
 $(VENV)/.installed: $(LOCK) pyproject.toml
@@ -62,13 +69,17 @@ slurm:
 	    echo "  Fedora:  sudo dnf install slurm slurm-slurmctld slurm-slurmd munge"; \
 	  fi; }
 
-## smoke: kick the tires in about two minutes: build v7 for sm_90, verify it in the interpreter, the paper from data
-smoke: $(VENV)/.installed tex
-	env -u TRITON_INTERPRET $(BIN)/python -m kernels.build --variants v7 --archs 90 --out results/smoke/build
-	TRITON_INTERPRET=1 $(BIN)/python workflow/scripts/verify/verify.py --device cpu --N 77 --stages v7 --out results/smoke/verify
+## smoke: kick the tires first (no GPU, no TeX; about 2 min on 2 cores): the kernel in Triton's interpreter against
+##        a float64 reference, then through the pipeline's own rules the aggregate of the committed runs, the claims'
+##        verdicts, one figure and one table (the build for sm_90 alone)
+SMOKE_TARGETS = results/aggregate/claims.csv results/figures/stage_times.pdf results/tables/claims.tex
+smoke: $(VENV)/.installed
+	rm -rf results/smoke
 	$(BIN)/python -m pipeline.seal verify-all data
-	$(BIN)/snakemake --profile profiles/cpu
-	@echo "smoke: built v7 for sm_90, verified it on the CPU, built results/paper.pdf from the committed data"
+	TRITON_INTERPRET=1 $(BIN)/python workflow/scripts/verify/verify.py --device cpu --N 77 --stages v7 \
+	  --out results/smoke/verify
+	$(BIN)/snakemake --profile profiles/cpu --configfile config/config.yaml config/smoke.yaml -- $(SMOKE_TARGETS)
+	$(BIN)/python workflow/scripts/tools/smoke_check.py
 
 ## paper: results/paper.pdf from the committed data (build and verify on the CPU, no GPU); every sealed folder of
 ##        data/ is verified first, against its checksums and data/SEALS.csv, whatever Snakemake finds up to date
@@ -81,7 +92,25 @@ paper: $(VENV)/.installed tex
 test: $(VENV)/.installed tex slurm
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -q tests
 
-## report: Snakemake's HTML report with every figure (after `make paper`)
+## compare: your run against the paper: make compare RUN=<run folder> (a sealed run folder, anywhere, or a name
+##          under data/$(GPU)/). Writes results/compare/<run>/compare.md, .html and .csv: each headline time and
+##          ratio, per-N figure and verdict, the paper's value, the run's, the committed runs' spread, within or
+##          outside; fails, naming them, where verdicts flip
+COMPARE_RUN = $(abspath $(if $(wildcard $(RUN)/SHA256SUMS),$(RUN),data/$(GPU)/$(RUN)))
+COMPARE_OUT = results/compare/$(notdir $(COMPARE_RUN))
+compare: $(VENV)/.installed
+	@test "$(origin RUN)" != file || { echo "make compare RUN=<run folder>: name the sealed run folder to compare \
+	(a path, or a run's name under data/$(GPU)/)"; exit 1; }
+	@test -f "$(COMPARE_RUN)/SHA256SUMS" || { echo "make compare: $(RUN) is not a sealed run folder (no \
+	SHA256SUMS in $(COMPARE_RUN))"; exit 1; }
+	$(BIN)/snakemake --profile profiles/cpu $(COMPARE_OUT)/compare.md --config compare=$(COMPARE_RUN)
+	@sed -n '/^## Summary/,/^## [^S]/p' $(COMPARE_OUT)/compare.md | grep '^|'
+	@echo "compare: $(COMPARE_OUT)/compare.md (and .html, .csv)"
+	@if [ -s $(COMPARE_OUT)/flips.txt ]; then echo "compare: verdict(s) flipped against the paper:"; \
+	  sed 's/^/  /' $(COMPARE_OUT)/flips.txt; exit 1; fi; echo "compare: no verdict flipped"
+
+## report: Snakemake's HTML report: the workflow, every figure with its caption, every table, the verdicts (after
+##         `make paper`)
 report: $(VENV)/.installed
 	$(BIN)/snakemake --report results/report.html --cores 1
 
@@ -100,16 +129,27 @@ measure:
 	'.[workflow,hf]'"; exit 1; }
 	$(PYTHON) -m snakemake --profile profiles/gpu --resources gpu=$(GPUS) --config measure=True run=$(RUN)
 
-## release: tag v<version> (pyproject.toml) and write dist/ with its source archive and SHA-256; a dirty tree is refused
+## release: tag v<version> (pyproject.toml) and write dist/ with its archive (the source, the built paper and the
+##          HTML report) and SHA-256; refused on a dirty tree, or while CITATION.cff or .zenodo.json hold a
+##          placeholder or another date than today's (workflow/scripts/tools/check_release.py)
+RELEASE_BUILD ?= paper report
 release:
 	@test -z "$$(git status --porcelain)" || { echo "release: the tree has uncommitted changes (git status): commit \
 	or stash them first, so that the archive is exactly the tagged commit"; exit 1; }
+	@$(PYTHON) workflow/scripts/tools/check_release.py
+	$(if $(strip $(RELEASE_BUILD)),$(MAKE) --no-print-directory $(RELEASE_BUILD))
+	@test -s results/paper.pdf -a -s results/report.html || { echo "release: results/paper.pdf and \
+	results/report.html are missing: make paper report"; exit 1; }
 	@v=$$($(PYTHON) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])'); \
 	  name=fa2-triton-stages-$$v; \
 	  git tag -a v$$v -m "fa2-triton-stages $$v" && mkdir -p dist && \
-	  git archive --format=tar.gz --prefix=$$name/ -o dist/$$name.tar.gz v$$v && \
+	  git archive --format=tar.gz --prefix=$$name/results/ --add-file=results/paper.pdf \
+	    --add-file=results/report.html --prefix=$$name/ -o dist/$$name.tar.gz v$$v && \
 	  (cd dist && sha256sum $$name.tar.gz > $$name.tar.gz.sha256) && \
-	  echo "release: tagged v$$v; dist/$$name.tar.gz and its .sha256 (archive it on Zenodo: .zenodo.json)"
+	  echo "release: tagged v$$v; dist/$$name.tar.gz (the source, results/paper.pdf, results/report.html) and its \
+	.sha256 (archive it on Zenodo: .zenodo.json)"
 
+## clean: remove what the pipeline and the tests built (results/, logs/, benchmarks/, .snakemake/, .pytest_cache/);
+##        data/ and .venv stay
 clean:
 	rm -rf results logs benchmarks .snakemake .pytest_cache

@@ -9,6 +9,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"  # the landing page of `make report` (snakemake --report)
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/build.smk"
 include: "workflow/rules/verify.smk"
@@ -16,6 +19,7 @@ include: "workflow/rules/measure.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/paper.smk"
+include: "workflow/rules/compare.smk"
 
 
 rule all:

@@ -72,16 +72,60 @@ def count_word(n: int) -> str:
 
 
 def write_table(df: pd.DataFrame, path: Path, colfmt: str, long_caption: str | None = None,
-                label: str | None = None) -> None:
+                label: str | None = None, html: Path | None = None) -> None:
     """A table through pandas' Styler.to_latex with booktabs rules; the cells are TeX already. With long_caption, a
     longtable (it breaks across pages, its header repeated) with that caption and label, for tables that grow with
-    the registry."""
+    the registry. With html, the same table as an HTML page there (html_table)."""
     sty = df.style.hide(axis="index").format(escape=None)
     if long_caption is None:
         Path(path).write_text(sty.to_latex(hrules=True, column_format=colfmt))
     else:
         Path(path).write_text(sty.to_latex(hrules=True, column_format=colfmt, environment="longtable",
                                            caption=long_caption, label=label))
+    if html is not None:
+        Path(html).write_text(html_table(df, colfmt, title=Path(path).stem, caption=long_caption))
+
+
+# TeX of the tables' cells -> text: the few commands the tables write (escape() and the units), literal
+# replacements, in this order; then `$` goes.
+_BACKSLASH = "\x00"  # an escaped backslash, set aside until the end (it is text, not a command)
+_TEX_TEXT = [("\\textbackslash{}", _BACKSLASH), ("\\_", "_"), ("\\%", "%"), ("\\&", "&"), ("\\#", "#"),
+             ("$-$", "\u2212"), ("\\mu", "\u00b5"), ("\\times", "\u00d7"), ("\\,", "\u2009"), ("\\ ", " "),
+             ("---", "\u2014"), ("--", "\u2013"), ("$", "")]
+
+
+def tex_to_text(cell) -> str:
+    r"""A table cell written for TeX as plain text (for HTML): $\mu$s -> µs, 64$\times$64 -> 64×64, \% -> %,
+    a--b -> a–b, $N=4096$ -> N=4096. Raises on a TeX command it does not know, so that no raw TeX reaches the
+    report."""
+    text = str(cell)
+    for tex, plain in _TEX_TEXT:
+        text = text.replace(tex, plain)
+    left = re.search(r"\\[A-Za-z]+|[{}]", text)
+    if left:
+        raise ValueError(f"table cell {cell!r}: {left.group(0)!r} has no text form (pipeline.latex._TEX_TEXT)")
+    return text.replace(_BACKSLASH, "\\")
+
+
+_HTML_STYLE = ("body{font-family:sans-serif;font-size:14px}table{border-collapse:collapse}"
+               "th{border-bottom:2px solid #333;text-align:left;padding:3px 8px}"
+               "td{border-bottom:1px solid #ddd;padding:3px 8px}td.r{text-align:right}caption{text-align:left;"
+               "caption-side:top;padding:4px 0}")
+
+
+def html_table(df: pd.DataFrame, colfmt: str, title: str = "", caption: str | None = None) -> str:
+    """The table as an HTML page: every cell and header through tex_to_text, escaped; the columns aligned as colfmt
+    aligns them in TeX (l, r)."""
+    import html as _html
+    align = [c for c in colfmt if c in "lcr"]
+    cell = lambda x: _html.escape(tex_to_text(x))  # noqa: E731
+    head = "".join(f"<th>{cell(c)}</th>" for c in df.columns)
+    rows = "".join("<tr>" + "".join(f'<td class="{"r" if i < len(align) and align[i] == "r" else "l"}">{cell(x)}</td>'
+                                    for i, x in enumerate(r)) + "</tr>\n" for r in df.itertuples(index=False))
+    cap = f"<caption>{cell(caption)}</caption>" if caption else ""
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{_html.escape(title)}</title>"
+            f"<style>{_HTML_STYLE}</style></head><body>\n<table>{cap}<thead><tr>{head}</tr></thead><tbody>\n"
+            f"{rows}</tbody></table>\n</body></html>\n")
 
 
 _NAME = re.compile(r"[A-Za-z]+")

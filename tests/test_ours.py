@@ -90,6 +90,15 @@ def test_ratios_to_cudnn_are_taken_within_a_run():
     assert s.loc["r1", "pct_cudnn"] == pytest.approx(90.0) and s.loc["r2", "pct_flash"] == pytest.approx(55.0)
 
 
+def test_a_run_without_our_stages_has_no_leader_and_no_error():
+    """A run alone from before our stages (run-6-x2 ... run-9-x2, as `make compare` aggregates it): no stage of ours
+    at every N, so the leader table is empty, with its columns, and no row is the leader's."""
+    rows = [row("r1", selection.FINAL, 100.0), row("r1", "torch-cudnn", 30.0, impl="torch-cudnn")]
+    ceil = pd.DataFrame([dict(run="r1", quantity="matmul_tflops", dtype="float16", value=600.0)])
+    lead = ours.leader_table(ours.per_n(with_roles(rows), ceil))
+    assert lead.empty and list(lead.columns) == ["stage", "geomean_x_cudnn", "points", "runs", "leader"]
+
+
 def test_predictions_of_unknown_stages_are_refused(tmp_path):
     bad = tmp_path / "p.csv"
     pd.DataFrame([dict(stage="v99", switch="", compared_to="v7", quantity="time", N=1024, dtype="float16",

@@ -72,8 +72,19 @@ def test_dry_run_default_tier_needs_no_gpu():
     figures = {f.stem for f in (ROOT / "workflow" / "scripts" / "paper" / "figures").glob("*.py")}
     values = {f.stem for f in (ROOT / "workflow" / "scripts" / "paper" / "values").glob("*.py")}
     assert j["paper"] == 1 and j["figure"] == len(figures) and j["build_variants"] == 4 and j["verify_cpu"] == 1
-    assert j["values"] == len(values) and j["tables"] == j["listings"] == 1
+    assert j["values"] == len(values) and j["tables"] == len(step("paper/tables").TABLES) and j["listings"] == 1
     assert not {"bench", "profile", "verify_gpu", "ceilings", "seal_run", "compile", "timer_check", "qwen3_e2e"} & set(j)
+
+
+def test_smoke_runs_the_aggregate_the_verdicts_one_figure_and_one_table_on_the_sm_90_build_alone():
+    """`make smoke`'s Snakemake targets (read from the Makefile) with config/smoke.yaml: only these jobs, not the
+    paper (the whole `make paper` is what smoke used to be)."""
+    targets = re.search(r"^SMOKE_TARGETS = (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
+    proc = snakemake("-n", "--forceall", "--cores", "2", "--configfile", "config/config.yaml", "config/smoke.yaml",
+                     "--", *targets)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert jobs(proc.stdout) == {"build_variants": 1, "aggregate": 1, "claims": 1, "figure": 1, "tables": 1}
+    assert "wildcards: arch=90" in proc.stdout
 
 
 def test_dry_run_measure_tier():
@@ -237,10 +248,14 @@ def test_paper_stage_table_matches_the_data(built):
 
 def test_report_holds_every_figure_and_table(built, tmp_path):
     """Snakemake's report holds every figure and every table the rules make (read from the dry run's jobs, not typed
-    here), the claims and the paper."""
+    here), the claims and the paper; its landing page describes the workflow; each figure's caption is its script's
+    docstring and each table's its line in the tables script's docstring; the tables are HTML, no raw TeX."""
+    import html as html_lib
+
+    from pipeline import captions
     blocks = job_blocks(snakemake("-n", "--forceall", "--cores", "1").stdout)
     figures = [re.search(r"wildcards: name=(\w+)", b).group(1) for b in blocks["figure"]]
-    tables = re.findall(r"results/tables/(\w+)\.tex", blocks["tables"][0].split("output:")[1].split("\n")[0])
+    tables = [re.search(r"wildcards: name=(\w+)", b).group(1) for b in blocks["tables"]]
     assert len(figures) >= 12 and len(tables) >= 10
     out = tmp_path / "report.html"
     proc = snakemake("--report", str(out), "--cores", "1")
@@ -248,8 +263,20 @@ def test_report_holds_every_figure_and_table(built, tmp_path):
     html = out.read_text(errors="ignore")
     for name in figures:
         assert f"{name}.png" in html, f"the report lacks the figure {name}"
-    for name in [f"{t}.tex" for t in tables] + ["claims.csv", "paper.pdf"]:
+    for name in [f"{t}.html" for t in tables] + ["claims.csv", "paper.pdf"]:
         assert name in html, f"the report lacks {name}"
+    # the report keeps its rendered captions as JSON strings in its script: read them as text, tags dropped
+    flat = " ".join(html_lib.unescape(re.sub(r"<[^>]+>", "", html.replace('\\"', '"').replace("\\n", " "))).split())
+    assert "The pipeline (Snakefile" in flat and "What is here" in flat, "the landing page lacks the workflow"
+    scripts = ROOT / "workflow" / "scripts" / "paper"
+    for name in figures:
+        first = " ".join(captions.docstring(scripts / "figures" / f"{name}.py").split())[:60]
+        assert first in flat, f"the report lacks {name}'s caption (its docstring): {first!r}"
+    for name, caption in captions.table_captions(scripts / "tables.py").items():
+        assert caption.replace("\\", "")[:50] in flat, f"the report lacks the caption of the table {name}"
+    for name in tables:
+        page = (ROOT / "results" / "tables" / f"{name}.html").read_text()
+        assert "<table>" in page and not re.search(r"\\[A-Za-z]+|\$", page), f"{name}.html holds TeX"
 
 
 def test_step_times_reach_the_paper_from_the_benchmark_files(built):
@@ -262,8 +289,10 @@ def test_step_times_reach_the_paper_from_the_benchmark_files(built):
     for r in build.itertuples():
         tsv = pd.read_csv(ROOT / r.file, sep="\t")
         assert list(tsv.columns[:3]) == ["s", "h:m:s", "max_rss"] and r.seconds == tsv.s.median()
-    for later in ("step_times", "tables", "listings", "paper"):
+    for later in ("step_times", "listings", "paper"):
         assert (ROOT / "benchmarks" / f"{later}.tsv").exists(), f"{later} wrote no benchmark file"
+    tables = set(step("paper/tables").TABLES)
+    assert {p.stem for p in (ROOT / "benchmarks" / "tables").glob("*.tsv")} == tables
     values = {p.stem for p in (ROOT / "workflow" / "scripts" / "paper" / "values").glob("*.py")}
     assert {p.stem for p in (ROOT / "benchmarks" / "values").glob("*.tsv")} == values
     runs = st[st.tier == "run"]

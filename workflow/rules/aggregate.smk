@@ -4,6 +4,7 @@
 localrules:
     aggregate,
     claims,
+    claims_by_run,
     ours,
     predictions,
     figure,
@@ -91,6 +92,30 @@ rule claims:
         "../scripts/aggregate/claims.py"
 
 
+rule claims_by_run:
+    """The verdict on each claim as each run alone gives it (the same rules; a run alone has no noise): the spread of
+    the committed runs' own verdicts, for `make compare`."""
+    input:
+        CODE,
+        per_run=rules.aggregate.output.per_run,
+        ncu=rules.aggregate.output.ncu,
+        premise=rules.aggregate.output.premise,
+        build=rules.aggregate.output.build,
+        runs=rules.aggregate.output.runs,
+        article_components="data/article/components.csv",
+        article_claims="data/article/claims.csv",
+        article_timings="data/article/timings.csv",
+        article_ncu="data/article/ncu.csv",
+    output:
+        f"{AGG}/claims_by_run.csv",
+    log:
+        "logs/claims_by_run.log",
+    benchmark:
+        f"{BENCH}/claims_by_run.tsv"
+    script:
+        "../scripts/aggregate/claims.py"
+
+
 rule ours:
     """Our stages beyond the article: each at the headline against cuDNN and FlashAttention-2, and every stage and
     backend at each N of the sweep (time, TFLOP/s, percent of the measured matrix roof, ratio to cuDNN), the leading
@@ -120,7 +145,7 @@ rule predictions:
         per_run=rules.aggregate.output.per_run,
         ncu=rules.aggregate.output.ncu,
     output:
-        report(f"{AGG}/predictions.csv", category="Claims", caption="../report/claims.rst"),
+        report(f"{AGG}/predictions.csv", category="Claims", caption="../report/predictions.rst"),
     log:
         "logs/predictions.log",
     benchmark:

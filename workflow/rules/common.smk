@@ -22,7 +22,7 @@ validate(config, schema="../../config/schema.yaml")
 
 from kernels.stages import ALL_SWITCHES
 from pipeline import plan as bench_plan  # the sets of the measurement plan (the library, installed with kernels)
-from pipeline import seal
+from pipeline import captions, seal
 
 # A bad plan fails here, in a dry run, not inside a GPU job: unknown variants, shapes the kernel does not take, pairs
 # of bounds the wrong way round (min_samples > max_samples); the cross-check's waivers are checked below.
@@ -118,6 +118,12 @@ def step_time_logs():
 def step_time_log_seals():
     """The seal of the logs step_times.py reads (none when it reads none)."""
     return [f"{LOGS}/{seal.NAME}"] if step_time_logs() else []
+
+
+def compare_files(wc):
+    """The reviewer's run: every file its SHA256SUMS lists, and the SHA256SUMS (the aggregate step verifies them)."""
+    folder = Path(config["compare"])
+    return [str(folder / name) for name in seal.listed(folder)] + [str(folder / seal.NAME)]
 
 
 def _refuse_placeholders():

@@ -16,6 +16,10 @@ FIGURES = {
 }
 
 
+# The report's caption of each figure: its script's docstring (pipeline.captions).
+FIGURE_CAPTIONS = {name: captions.figure_caption(ROOT / SCRIPTS / "paper" / "figures" / f"{name}.py") for name in FIGURES}
+
+
 rule figure:
     """A seaborn figure from the aggregated data, as PDF (the paper) and PNG (the report)."""
     input:
@@ -30,5 +34,7 @@ rule figure:
         f"{BENCH}/figure/{{name}}.tsv"
     wildcard_constraints:
         name="|".join(FIGURES),
+    params:
+        caption=lambda wc: FIGURE_CAPTIONS[wc.name],
     script:
         "../scripts/paper/figures/{wildcards.name}.py"

@@ -38,34 +38,44 @@ rule step_times:
         "--out {output} > {log} 2>&1"
 
 
-TABLES = ["stages", "claims", "slips", "environment", "crosscheck", "launch_cost", "step_times", "ours", "per_n",
-          "predictions"]
+# One job per table (workflow/scripts/paper/tables.py -> results/tables/<name>.tex for the paper, and <name>.html,
+# the same cells as text, for the report), each from the aggregated files named here.
+TABLES = {
+    "stages": dict(stage_table=rules.aggregate.output.stage_table),
+    "claims": dict(claims=rules.claims.output.claims),
+    "slips": dict(slips=rules.claims.output.slips),
+    "environment": dict(environment=rules.aggregate.output.environment),
+    "crosscheck": dict(crosscheck=rules.aggregate.output.crosscheck, timer_check=rules.aggregate.output.timer_check),
+    "launch_cost": dict(launch_cost=rules.aggregate.output.launch_cost),
+    "step_times": dict(step_times=rules.step_times.output[0]),
+    "ours": dict(ours_stages=rules.ours.output.stages, predictions=rules.predictions.output[0],
+                 build=rules.aggregate.output.build),
+    "per_n": dict(per_n=rules.ours.output.per_n, best_per_n=rules.ours.output.best),
+    "predictions": dict(predictions=rules.predictions.output[0]),
+}
+TABLE_CAPTIONS = captions.table_captions(ROOT / SCRIPTS / "paper" / "tables.py")  # the report's, from its docstring
+if set(TABLES) - set(TABLE_CAPTIONS):
+    raise ValueError(f"{SCRIPTS}/paper/tables.py: its docstring has no line '- <name>.tex: ...' for "
+                     f"{sorted(set(TABLES) - set(TABLE_CAPTIONS))} (the report's caption of the table)")
 
 
 rule tables:
-    """The paper's tables through pandas' Styler.to_latex, each from the aggregated files below."""
+    """A table of the paper through pandas' Styler.to_latex, from the aggregated files it names, and the same
+    table as HTML for the report."""
     input:
+        unpack(lambda wc: TABLES[wc.name]),
         CODE,
-        stage_table=rules.aggregate.output.stage_table,
-        claims=rules.claims.output.claims,
-        slips=rules.claims.output.slips,
-        environment=rules.aggregate.output.environment,
-        crosscheck=rules.aggregate.output.crosscheck,
-        timer_check=rules.aggregate.output.timer_check,
-        launch_cost=rules.aggregate.output.launch_cost,
-        step_times=rules.step_times.output[0],
-        ours_stages=rules.ours.output.stages,
-        predictions=rules.predictions.output[0],
-        build=rules.aggregate.output.build,
-        per_n=rules.ours.output.per_n,
-        best_per_n=rules.ours.output.best,
     output:
-        **{name: report(f"results/tables/{name}.tex", category="Tables", caption="../report/table.rst")
-           for name in TABLES},
+        tex="results/tables/{name}.tex",
+        html=report("results/tables/{name}.html", category="Tables", caption="../report/table.rst"),
     log:
-        "logs/tables.log",
+        "logs/tables/{name}.log",
     benchmark:
-        f"{BENCH}/tables.tsv"
+        f"{BENCH}/tables/{{name}}.tsv"
+    wildcard_constraints:
+        name="|".join(TABLES),
+    params:
+        caption=lambda wc: TABLE_CAPTIONS[wc.name],
     script:
         "../scripts/paper/tables.py"
 
@@ -151,7 +161,7 @@ rule paper:
         tex="paper/main.tex",
         bib="paper/references.bib",
         figures=expand("results/figures/{name}.pdf", name=FIGURES),
-        tables=rules.tables.output,
+        tables=expand("results/tables/{name}.tex", name=TABLES),
         values=expand("results/paper/values/{subject}.tex", subject=VALUES),
         listings=rules.listings.output,
     output:

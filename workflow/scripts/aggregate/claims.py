@@ -26,9 +26,14 @@ of that same quantity. The rules:
 A claim holds if all its testable components hold, does not hold if none holds even partly, and partly holds
 otherwise.
 
+Run by the rule `claims_by_run`, the same rules give every run alone its own table (claims_by_run.csv: one row per
+run and component, a run's value and verdict as the aggregate of that run alone would give them; its noise is 0):
+the spread of the committed runs' own verdicts, against which `make compare` sets a reviewer's run.
+
 The rule `claims` (workflow/rules/aggregate.smk) names every file read; `table()` takes them by name.
 """
 
+import copy
 import statistics
 import sys
 from pathlib import Path
@@ -173,6 +178,19 @@ class Ours:
             return list(both.new - both.old)
         return list(100 * (both.new / both.old - 1))
 
+    def runs_measured(self) -> list:
+        return sorted(self.runs.run)
+
+    def only(self, run: str) -> "Ours":
+        """The same values restricted to one run: what the aggregate of that run alone would give (each of these
+        tables is per run; runs.csv's L2 size is that run's)."""
+        one = copy.copy(self)
+        one.times = self.times[self.times.run == run]
+        one.ncu = self.ncu[self.ncu.run == run]
+        one.premise = self.premise[self.premise.run == run] if not self.premise.empty else self.premise
+        one.runs = self.runs[self.runs.run == run]
+        return one
+
     def premise_holds(self, premise: str, N: int) -> bool:
         if not isinstance(premise, str) or not premise:
             return True
@@ -259,6 +277,19 @@ def table(article_components: Path, article: Article, ours: Ours) -> pd.DataFram
     return df.merge(claims, on="claim")
 
 
+def by_run(article_components: Path, article: Article, ours: Ours) -> pd.DataFrame:
+    """table() of every run alone, one after the other, with the run's name in a first column."""
+    frames = [table(article_components, article, ours.only(run)).assign(run=run) for run in ours.runs_measured()]
+    df = pd.concat(frames, ignore_index=True)
+    return df[["run"] + [c for c in df.columns if c != "run"]]
+
+
+def main_by_run(input, output) -> None:
+    article = Article(input.article_timings, input.article_ncu, input.article_claims)
+    ours = Ours(input.per_run, input.ncu, input.premise, input.build, input.runs)
+    by_run(input.article_components, article, ours).to_csv(output[0], index=False)
+
+
 def main(input, output) -> None:
     article = Article(input.article_timings, input.article_ncu, input.article_claims)
     ours = Ours(input.per_run, input.ncu, input.premise, input.build, input.runs)
@@ -272,4 +303,4 @@ def main(input, output) -> None:
 
 if __name__ == "__main__":                  # run by Snakemake's script: directive
     sys.stdout = sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
-    main(snakemake.input, snakemake.output)  # noqa: F821
+    (main_by_run if snakemake.rule.endswith("claims_by_run") else main)(snakemake.input, snakemake.output)  # noqa: F821

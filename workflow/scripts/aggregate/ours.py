@@ -101,8 +101,9 @@ def leader_table(p: pd.DataFrame) -> pd.DataFrame:
             continue
         rows.append(dict(stage=st, geomean_x_cudnn=float(np.exp(np.log(g.x_cudnn).mean())), points=len(g),
                          runs=ours[ours.variant == st].run.nunique()))
-    t = pd.DataFrame(rows).sort_values("geomean_x_cudnn").reset_index(drop=True)
-    t["leader"] = t.index == 0
+    columns = ["stage", "geomean_x_cudnn", "points", "runs"]
+    t = pd.DataFrame(rows, columns=columns).sort_values("geomean_x_cudnn").reset_index(drop=True)
+    t["leader"] = t.index == 0         # none where no stage of ours was timed at every N (a run alone, before v8)
     return t
 
 
@@ -110,7 +111,7 @@ def main(input, output) -> None:
     pr = pd.read_csv(input.per_run)
     p = per_n(pr, pd.read_csv(input.ceilings))
     lead = leader_table(p)
-    leader = str(lead.stage.iloc[0])
+    leader = str(lead.stage.iloc[0]) if len(lead) else None
     stages = ours_stages(pr)
     stages.assign(leader=stages.stage == leader).to_csv(output.stages, index=False)
     p.assign(leader=p.variant == leader).to_csv(output.per_n, index=False)

@@ -2,6 +2,7 @@
 
 - stages.tex: each stage, the article's figures beside ours (median over runs, lowest-highest run in brackets);
 - claims.tex: each claim's components, the article's figure, ours, the verdict by the rules of claims.py;
+- slips.tex: the article's printed percentages that its own absolute figures do not give;
 - environment.tex: the GPU, driver, versions and clocks of every run;
 - crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry, with the host-sleep
   check;
@@ -9,11 +10,14 @@
 - step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files);
 - ours.tex: the article's last stage and ours beyond it at the headline: the switch, time, percent of cuDNN and of
   FlashAttention-2, registers and shared memory, and the prediction against the measurement;
-- per_n.tex: our last stage against cuDNN and FlashAttention-2 at each N, float16 and bfloat16;
+- per_n.tex: our leading stage (the fastest of ours across lengths) against cuDNN and FlashAttention-2 at each N,
+  float16 and bfloat16;
 - predictions.tex: every prediction written before a stage was measured, beside the measurement.
 
-Each table reads only the aggregated CSV files its rule names (workflow/rules/paper.smk) and formats them
-(pipeline.latex); nothing is computed here that a figure or the text would need again.
+One job per table (the rule `tables`, its wildcard the table's name). Each table reads only the aggregated CSV files
+its rule names (workflow/rules/paper.smk) and formats them (pipeline.latex); nothing is computed here that a figure
+or the text would need again. Beside each <name>.tex, <name>.html holds the same cells as text for Snakemake's
+report; the line of each table above is its caption there.
 """
 
 import sys
@@ -23,7 +27,12 @@ import pandas as pd
 
 from kernels.stages import STAGES as REGISTRY, previous_stage
 
-from pipeline.latex import escape as tex_escape, fixed as fmt, signed, span as _range, write_table as latex
+from pipeline.latex import escape as tex_escape, fixed as fmt, signed, span as _range, write_table
+
+
+def latex(df: pd.DataFrame, out: Path, colfmt: str, **kw) -> None:
+    """The table as TeX at `out` (the paper's) and as HTML beside it (the report's: <name>.html)."""
+    write_table(df, out, colfmt, html=Path(out).with_suffix(".html"), **kw)
 from pipeline.selection import ARTICLE_TILE, HEADLINE
 
 
@@ -256,19 +265,27 @@ def environment_table(environment: Path, out: Path) -> None:
     latex(df, out, "llllllllllrll")
 
 
-def main(input, output) -> None:
-    stages_table(input.stage_table, output.stages)
-    claims_table(input.claims, output.claims)
-    slips_table(input.slips, output.slips)
-    environment_table(input.environment, output.environment)
-    crosscheck_table(input.crosscheck, input.timer_check, output.crosscheck)
-    launch_cost_table(input.launch_cost, output.launch_cost)
-    step_times_table(input.step_times, output.step_times)
-    ours_table(input.ours_stages, input.predictions, input.build, output.ours)
-    per_n_table(input.per_n, input.best_per_n, output.per_n)
-    predictions_table(input.predictions, output.predictions)
+TABLES = {
+    "stages": lambda i, out: stages_table(i.stage_table, out),
+    "claims": lambda i, out: claims_table(i.claims, out),
+    "slips": lambda i, out: slips_table(i.slips, out),
+    "environment": lambda i, out: environment_table(i.environment, out),
+    "crosscheck": lambda i, out: crosscheck_table(i.crosscheck, i.timer_check, out),
+    "launch_cost": lambda i, out: launch_cost_table(i.launch_cost, out),
+    "step_times": lambda i, out: step_times_table(i.step_times, out),
+    "ours": lambda i, out: ours_table(i.ours_stages, i.predictions, i.build, out),
+    "per_n": lambda i, out: per_n_table(i.per_n, i.best_per_n, out),
+    "predictions": lambda i, out: predictions_table(i.predictions, out),
+}
+
+
+def main(name: str, input, output) -> None:
+    """The table `name` from the rule's input: output.tex, and output.html beside it."""
+    if Path(output.html) != Path(output.tex).with_suffix(".html"):
+        raise ValueError(f"{output.html}: a table's HTML lies beside its TeX, {Path(output.tex).with_suffix('.html')}")
+    TABLES[name](input, output.tex)
 
 
 if __name__ == "__main__":                  # run by Snakemake's script: directive
     sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
-    main(snakemake.input, snakemake.output)  # noqa: F821
+    main(snakemake.wildcards.name, snakemake.input, snakemake.output)  # noqa: F821
