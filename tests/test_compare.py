@@ -69,12 +69,12 @@ def slowed(src: Path, dest: Path, variant: str = "v2", factor: float = 2.0) -> P
         df.loc[rows, cols] = df.loc[rows, cols] * factor
         df.to_csv(path, index=False)
     seal.write(dest)
-    seal.verify(dest)
+    seal.check(dest)
     return dest
 
 
 def test_a_run_with_v2_twice_as_slow_flips_the_causal_skip_and_fails_naming_it(tmp_path):
-    run = slowed(RUN, tmp_path / "run-slow-v2")
+    run = slowed(RUN, tmp_path / RUN.parent.name / "run-slow-v2")     # under its GPU's folder, as a run lands
     proc = make_compare(run)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-4000:]

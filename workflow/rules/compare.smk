@@ -42,7 +42,7 @@ rule compare_aggregate:
         # a waiver names a committed run's entry: only the waivers of a run of this name apply to it
         waivers=lambda wc: json.dumps([w for w in config.get("crosscheck_waivers", []) if w["run"] == COMPARE_NAME]),
     shell:
-        "{params.py} {input.script} --runs {params.run} --build {input.build} "
+        "{params.py} {input.script} --runs {params.run} --unanchored --build {input.build} "
         "--crosscheck-max-pct {params.max_pct} --crosscheck-waivers {params.waivers:q} "
         "--article-timings {input.article_timings} --article-ncu {input.article_ncu} "
         "--out $(dirname {output.headline}) > {log} 2>&1"
