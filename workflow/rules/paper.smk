@@ -84,7 +84,8 @@ rule tables:
 # results/paper/values/<subject>.tex), each from the files named here: a macro whose name is written where it is made,
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
-PROBE_GLUON = f"{DATA}/probes/gluon-v20"    # the newest GPU verification of the Gluon kernel's current source
+PROBE_GLUON = f"{DATA}/probes/guards-v21"   # the newest GPU verification of the Gluon kernel's current source
+PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
 PROBE_HOST = f"{DATA}/probes/host-cost"
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
@@ -117,8 +118,14 @@ VALUES = {
                   memcheck=f"{PROBE_GLUON}/sanitizer_memcheck.log"),
     "hostcost": dict(seal_file=f"{PROBE_HOST}/SHA256SUMS", host_cost=f"{PROBE_HOST}/host_cost.csv",
                      env=f"{PROBE_HOST}/env.json"),
+    # the guards' probe is the Gluon one: one call verified every stage at the guarded source
+    "guards": dict(seal_file=f"{PROBE_GLUON}/SHA256SUMS", correctness=f"{PROBE_GLUON}/correctness.csv",
+                   tests=f"{PROBE_GLUON}/gpu_tests.log", tests_before=f"{PROBE_GLUON}/gpu_tests_at_e7668df.log"),
+    "qwen3": dict(seal_file=f"{PROBE_QWEN3}/SHA256SUMS", qwen3=f"{PROBE_QWEN3}/qwen3_e2e.csv",
+                  env=f"{PROBE_QWEN3}/env.json"),
 }
-PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST}
+PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
+          "qwen3": PROBE_QWEN3}
 
 
 rule values:

@@ -1,6 +1,7 @@
 """The paper's numbers on the Gluon stages before the pipeline measures them: the newest GPU check of the Gluon
-kernel's current source (data/<gpu>/probes/gluon-v20, sealed: the GPU correctness grid of every Gluon stage at the
-commit its env.json records, and compute-sanitizer's racecheck, synccheck and memcheck on small calls of each)."""
+kernel's current source (data/<gpu>/probes/guards-v21, sealed: the GPU correctness grid of every stage at the commit
+its env.json records, and compute-sanitizer's racecheck, synccheck and memcheck on small calls of the stages its
+logs name)."""
 import re
 import sys
 from pathlib import Path
@@ -19,6 +20,14 @@ def sanitizer_errors(log: Path) -> int:
     if m is None or "ran" not in text.split():
         raise ValueError(f"{log}: no sanitizer summary after a completed run")
     return int(m.group(1))
+
+
+def sanitized_stages(log: Path) -> list:
+    """The stages a sanitizer log's program ran: its line 'ran v21 ...' (the stages, or their list)."""
+    for line in Path(log).read_text().splitlines():
+        if line.startswith("ran "):
+            return re.findall(r"v\d+", line)
+    raise ValueError(f"{log}: no 'ran <stages>' line")
 
 
 def counts(c: pd.DataFrame, stage: str) -> dict | None:
@@ -56,6 +65,13 @@ def values(seal_file: Path, correctness: Path, racecheck: Path, synccheck: Path,
     v.macro("GluonLaterChecks", listing(checked) if checked else "none checked")
     unverified = [s for s, n in later if n is None]   # registered since the grid was committed
     v.macro("GluonUnverified", listing(unverified) if unverified else "none")
+    sanitized = sanitized_stages(racecheck)
+    if sanitized_stages(synccheck) != sanitized or sanitized_stages(memcheck) != sanitized:
+        raise ValueError("the three sanitizer logs ran different stages")
+    v.macro("GluonSanitized", listing(sanitized))
+    if len(GLUON_STAGES) > 2:
+        v.macro("GluonThird", GLUON_STAGES[2])
+        v.macro("GluonThirdSwitch", added_switch(2))
     v.macro("GluonRacecheckHazards", sanitizer_errors(racecheck))
     v.macro("GluonSynccheckErrors", sanitizer_errors(synccheck))
     v.macro("GluonMemcheckErrors", sanitizer_errors(memcheck))
