@@ -106,24 +106,11 @@ def verified_source(tmp: Path) -> tuple | None:
     and none wrong, or None when there is no git history to read it from."""
     import hashlib
 
-    import pandas as pd
-
-    from pipeline import seal
-    verified = set()
-    for grid in (ROOT / "data" / "nvidia-h200").rglob("correctness.csv"):
-        folder = next((p for p in grid.parents if (p / seal.NAME).exists()), None)
-        if folder is None:
-            continue
-        hashes = {}
-        for record in (grid.parent / "env.json", folder / "kernel_sha256.json"):
-            if record.exists():
-                data = json.loads(record.read_text())
-                hashes.update(data.get("kernel_sha256", data))
-        c = pd.read_csv(grid)
-        if all((c[c.variant == st].status == "ok").any() and not (c[c.variant == st].status == "WRONG").any()
-               for st in ("v19", "v20")) and "kernels/gluon_fwd.py" in hashes:
-            seal.verify(folder)
-            verified.add(hashes["kernels/gluon_fwd.py"])
+    from gpu_grids import sealed_grids
+    verified = {hashes["kernels/gluon_fwd.py"] for c, hashes in sealed_grids()
+                if "kernels/gluon_fwd.py" in hashes
+                and all((c[c.variant == st].status == "ok").any() and not (c[c.variant == st].status == "WRONG").any()
+                        for st in ("v19", "v20"))}
     log = subprocess.run(["git", "log", "--format=%H", "--", "kernels/gluon_fwd.py"], cwd=ROOT, capture_output=True,
                          text=True, check=False)
     if log.returncode != 0:

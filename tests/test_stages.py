@@ -191,30 +191,15 @@ def test_the_gluon_kernel_was_verified_on_a_gpu_at_its_current_source():
 def verified_gluon_stages() -> set:
     """The Gluon stages that a sealed grid at the current source of kernels/gluon_fwd.py holds with no WRONG case."""
     import hashlib
-    import json
-    from pathlib import Path
 
-    import pandas as pd
-
+    from gpu_grids import ROOT, sealed_grids
     from kernels.stages import GLUON_STAGES
-    from pipeline import seal
 
-    root = Path(__file__).resolve().parents[1]
-    current = hashlib.sha256((root / "kernels" / "gluon_fwd.py").read_bytes()).hexdigest()
+    current = hashlib.sha256((ROOT / "kernels" / "gluon_fwd.py").read_bytes()).hexdigest()
     verified = set()
-    for grid in (root / "data" / "nvidia-h200").rglob("correctness.csv"):
-        folder = next((p for p in grid.parents if (p / seal.NAME).exists()), None)
-        if folder is None:
-            continue
-        hashes = {}
-        for record in (grid.parent / "env.json", folder / "kernel_sha256.json"):
-            if record.exists():
-                data = json.loads(record.read_text())
-                hashes.update(data.get("kernel_sha256", data))
+    for c, hashes in sealed_grids():
         if hashes.get("kernels/gluon_fwd.py") != current:
             continue
-        seal.verify(folder)
-        c = pd.read_csv(grid)
         for stage in GLUON_STAGES:
             rows = c[c.variant == stage]
             if (rows.status == "ok").any() and not (rows.status == "WRONG").any():
