@@ -2,6 +2,9 @@
 matrix product through PyTorch (float16 and bfloat16, random data) and the bandwidth of a large device-to-device
 copy (bytes read plus bytes written). The N-sweep figure draws the matrix rate as the roof.
 
+Nothing is resumed: each run measures afresh, so env.json is written afresh (an earlier start's is never kept), and
+one run at a time per folder holds ceilings.lock (pipeline.folder_lock).
+
     python workflow/scripts/ceilings.py --out data/<gpu>/<run>/ceilings
 """
 from __future__ import annotations
@@ -12,7 +15,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from pipeline import gpu_env
+from pipeline import folder_lock, gpu_env
+
+LOCK = "ceilings.lock"
 
 
 def measure(repeats: int = 5) -> list:
@@ -43,13 +48,16 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
-    env = gpu_env.start(a.out / "env.json", argv=sys.argv)
-    rows = measure()
-    with open(a.out / "ceilings.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    gpu_env.finish(a.out / "env.json", env)
+    with folder_lock.held(a.out / LOCK, "ceilings.py"):
+        env = gpu_env.start(a.out / "env.json", resume=False, argv=sys.argv)
+        rows = measure()
+        tmp = a.out / "ceilings.partial"
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        tmp.rename(a.out / "ceilings.csv")
+        gpu_env.finish(a.out / "env.json", env)
     for q in ("matmul_tflops", "copy_gbps"):
         print(q, statistics.median(r["value"] for r in rows if r["quantity"] == q))
     return 0

@@ -11,7 +11,15 @@ profiler window, with the clocks as found (--clock-control none) and the caches 
 - the long-sequence entries (plan.profile.large_n: our last stages and cuDNN where the KV loop dominates), the
   metrics that say what limits the loop (pipes, issue, stalls, occupancy) -> ncu_large_n.csv.
 Each report is read by pipeline.nsight in a process of its own (loaded beside torch the report library has crashed).
-A run interrupted after a report was written resumes at its reading.
+A run interrupted after a report was written resumes at its reading; a pass whose CSV is there is not run again.
+
+Resuming (pipeline.origin): profile.origin.json, written before the first report, records what the folder's reports
+and CSVs were begun under (the commit, each kernel and library file's SHA-256, this script's and profile_target.py's,
+the hash of the plan's profile section and its entries). A folder that holds any of them is resumed only under the
+same origin: otherwise (or with no origin file) the step is refused before ncu runs, naming what differs; move the
+folder's reports, *_order.json and ncu*.csv away to start again. The origin file is removed once every pass is done.
+env.json is written afresh when the step begins from nothing and kept on a resume. One profile at a time per folder:
+profile.lock is held for the whole run (pipeline.folder_lock).
 
     python workflow/scripts/profile.py --config config/config.yaml --out data/<gpu>/<run>/profile
 """
@@ -19,14 +27,22 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from pipeline import gpu_env, nsight
+from pipeline import folder_lock, gpu_env, nsight, origin, partial_csv
 
 HERE = Path(__file__).resolve().parent
+LOCK = "profile.lock"
+ORIGIN = "profile.origin.json"
+SCRIPT = origin.script_name(__file__)
+TARGET = origin.script_name(str(HERE / "profile_target.py"))
+PASSES = ("profile", "duration", "premise", "large_n")
+CSVS = ("ncu.csv", "ncu_duration.csv", "ncu_premise.csv", "ncu_large_n.csv")
 
 
 def _ncu(args: list, target_args: list, log) -> None:
@@ -73,10 +89,78 @@ def _pass(out: Path, name: str, csv_name: str, mode: str, ncu_args: list, target
     _gzip(rep, log)
 
 
-def profile(cfg_path: Path, out: Path, log=print) -> None:
+def origin_of(cfg: dict) -> dict:
+    """This run's origin (pipeline.origin): the sources with profile_target.py's beside this script's, and the
+    plan's profile section with the keys of the entries it profiles."""
     from pipeline import plan
 
-    cfg = plan.load_config(cfg_path)
+    entries = {name: [e.key for e in of(cfg)] if name == "profile" or cfg["profile"].get(name) else []
+               for name, of in (("profile", plan.profile_entries), ("premise", plan.premise_entries),
+                                ("large_n", plan.large_n_entries))}
+    now = origin.current(SCRIPT, {"profile": cfg.get("profile"), "entries": entries},
+                         "the plan's profile section (--config)")
+    now["sources"].update(origin.sources(TARGET))
+    return now
+
+
+def state(out: Path) -> list:
+    """The files of the folder an interrupted profile resumes from: its reports, their orders and its CSVs."""
+    names = [f"{p}{ext}" for p in PASSES for ext in (".ncu-rep", ".ncu-rep.gz", "_order.json")] + list(CSVS)
+    return sorted(n for n in names if (out / n).exists())
+
+
+def resume(out: Path, now: dict) -> bool:
+    """Whether the folder is resumed (it holds reports or CSVs of an earlier start, begun under this origin); a
+    folder begun afresh gets this origin's file first. OriginError (a ValueError) for another origin or none."""
+    side, found = out / ORIGIN, state(out)
+    if not found:
+        tmp = side.with_name(side.name + ".tmp")
+        tmp.write_text(json.dumps(now, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, side)
+        return False
+    fix = (f"Refused, so that no reports or CSVs of another origin mix with this run's. To profile again from "
+           f"nothing, move {', '.join(found)} and {ORIGIN} out of {out} (or delete them) and run it again")
+    try:
+        recorded = json.loads(side.read_text())
+    except FileNotFoundError:
+        raise partial_csv.OriginError(
+            f"{out} holds {', '.join(found)} of an earlier profile but records no origin ({ORIGIN} is missing: begun "
+            f"by a profile.py older than origin files, or the file was removed), so nothing shows which code and "
+            f"plan made them. {fix}") from None
+    except (OSError, ValueError) as err:
+        raise partial_csv.OriginError(f"{out}: its origin file {ORIGIN} cannot be read ({err}). {fix}") from None
+    diffs = origin.differences(recorded, now)
+    if diffs:
+        raise partial_csv.OriginError(
+            f"{out} holds {', '.join(found)} begun under another origin than this run's: " + "; ".join(diffs)
+            + f". {fix}; or finish it with the code and plan it was begun under (commit {recorded.get('commit')}).")
+    return True
+
+
+def run(cfg_path: Path, out: Path, log=print, env: dict | None = None) -> None:
+    """The profile under out/profile.lock: check (or begin) the folder's origin, write env.json (afresh unless
+    resumed; env None: none, the tests), run every pass still to do, then remove the origin file."""
+    from pipeline import plan
+
+    out.mkdir(parents=True, exist_ok=True)
+    with folder_lock.held(out / LOCK, "profile.py"):
+        side = out / ORIGIN
+        if all((out / n).exists() for n in CSVS) and not side.exists():
+            log(f"profile: {out} is complete")
+            return
+        cfg = plan.load_config(cfg_path)
+        resumed = resume(out, origin_of(cfg))
+        state_env = gpu_env.start(out / "env.json", resume=resumed, **env) if env is not None else None
+        profile(cfg_path, out, log, cfg)
+        if state_env is not None:
+            gpu_env.finish(out / "env.json", state_env)
+        side.unlink(missing_ok=True)
+
+
+def profile(cfg_path: Path, out: Path, log=print, cfg: dict | None = None) -> None:
+    from pipeline import plan
+
+    cfg = plan.load_config(cfg_path) if cfg is None else cfg
     target = ["--config", str(cfg_path)]
     _pass(out, "profile", "ncu.csv", "full", ["--set", "full"], target, log)
     _pass(out, "duration", "ncu_duration.csv", "duration", ["--metrics", "gpu__time_duration.sum"],
@@ -97,10 +181,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", type=Path, required=True, help="the plan: config/config.yaml, or a run's plan.yaml")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
-    a.out.mkdir(parents=True, exist_ok=True)
-    env = gpu_env.start(a.out / "env.json", argv=sys.argv)
-    profile(a.config, a.out, log=lambda msg: print(msg, flush=True))
-    gpu_env.finish(a.out / "env.json", env)
+    run(a.config, a.out, log=lambda msg: print(msg, flush=True), env={"argv": sys.argv})
     return 0
 
 

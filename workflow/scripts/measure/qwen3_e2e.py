@@ -24,7 +24,9 @@ batch size and N (prefill of B x N random tokens, no padding):
 
 Writes into --out: qwen3_e2e.csv (tidy: one row per model, batch, N, impl, mode, metric), samples.csv (every prefill
 sample with its clocks and power), env.json (pipeline.gpu_env's facts with the transformers version and the
-arguments, nvidia-smi's state at the start and the end). Progress goes to stderr.
+arguments, nvidia-smi's state at the start and the end). Progress goes to stderr. Nothing is resumed: each run
+begins its partial file and env.json afresh, and holds qwen3_e2e.lock (pipeline.folder_lock) throughout, so that a
+second run on the same folder stops at once instead of truncating the first one's files.
 
 --dry-run checks the layouts (each model built on the meta device: its parameter count against the published
 one) and prints the plan, with no GPU. --self-check runs the whole measurement on the CPU in Triton's interpreter
@@ -479,7 +481,20 @@ def parse_layers(items: list) -> dict:
     return out
 
 
+LOCK = "qwen3_e2e.lock"
+
+
 def run(a) -> int:
+    """The measurement under a.out/qwen3_e2e.lock (pipeline.folder_lock): a second run on the same folder stops at
+    once, before it truncates the first one's qwen3_e2e.partial.csv and samples.csv."""
+    from pipeline import folder_lock
+
+    a.out.mkdir(parents=True, exist_ok=True)
+    with folder_lock.held(a.out / LOCK, "qwen3_e2e.py"):
+        return _run(a)
+
+
+def _run(a) -> int:
     import torch
 
     import kernels.hf as hf
@@ -496,12 +511,12 @@ def run(a) -> int:
     w = Writer(a.out)
     clocks = Clocks(cuda and not a.no_clocks)
     env_path = a.out / "env.json"
-    env_path.unlink(missing_ok=True)        # a fresh run: gpu_env.start would keep an earlier one
+    env_path.unlink(missing_ok=True)        # a fresh run: nothing of an earlier one's env.json is kept
     env = {}
     if cuda:
         from pipeline import gpu_env
         import transformers
-        env = gpu_env.start(env_path, argv=sys.argv, transformers=transformers.__version__, stage=a.stage,
+        env = gpu_env.start(env_path, resume=False, argv=sys.argv, transformers=transformers.__version__, stage=a.stage,
                             attn_implementation=ours_name, models={m: {**COMMON, **MODELS[m]} for m in a.models},
                             clocks="pynvml" if clocks.nvml else ("nvidia-smi" if clocks.enabled else None))
     t0 = time.time()

@@ -5,6 +5,9 @@ before its launch (a busy wait, so that the length is exact): by the kernel time
 contrast, by CUDA events around the call (`triton.testing.do_bench`, the L2 flushed). The kernel time must stay put
 while the event time grows with the sleep; the paper prints both, and the aggregate step checks the first.
 
+Nothing is resumed: each run measures afresh, so env.json is written afresh (an earlier start's is never kept), and
+one run at a time per folder holds timer_check.lock (pipeline.folder_lock).
+
     python workflow/scripts/timer_check.py --config config/config.yaml --out data/<gpu>/<run>/timer_check
 """
 from __future__ import annotations
@@ -20,11 +23,12 @@ from pathlib import Path
 
 from kernels.stages import BASELINE
 
-from pipeline import gpu_env
+from pipeline import folder_lock, gpu_env
 from pipeline import plan
 from pipeline.call import check, kernel_time
 
 SAMPLES = 200
+LOCK = "timer_check.lock"
 COLUMNS = ["key", *plan.Entry("", "triton", BASELINE, plan.HEADLINE, plan.Tile()).row(), "seed",
            "status", "sleep_us", "time_us", "q25_us", "q75_us", "min_us", "max_us", "n_samples", "kernels",
            "event_us", "event_q25_us", "event_q75_us"]
@@ -45,7 +49,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     cfg = plan.load_config(a.config)
-    env = gpu_env.start(a.out / "env.json", argv=sys.argv)
+    with folder_lock.held(a.out / LOCK, "timer_check.py"):
+        return measure(cfg, a.out, do_bench)
+
+
+def measure(cfg: dict, out: Path, do_bench) -> int:
+    """Every profiled entry at every sleep, into out/timer_check.csv; env.json written afresh."""
+    env = gpu_env.start(out / "env.json", resume=False, argv=sys.argv)
     rows = []
     for e in plan.profile_entries(cfg):
         seed = secrets.randbits(31)
@@ -66,13 +76,13 @@ def main(argv=None) -> int:
                          "event_us": statistics.median(ev), "event_q25_us": q[0], "event_q75_us": q[2]})
             print(f"{e.key} sleep {sleep:6.0f} us: kernel {k['time_us']:8.1f} us, events {rows[-1]['event_us']:8.1f} us",
                   flush=True)
-    tmp = a.out / "timer_check.partial"
+    tmp = out / "timer_check.partial"
     with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    tmp.rename(a.out / "timer_check.csv")
-    gpu_env.finish(a.out / "env.json", env)
+    tmp.rename(out / "timer_check.csv")
+    gpu_env.finish(out / "env.json", env)
     return 0
 
 
