@@ -17,7 +17,8 @@ rows always has one. `resume` reads both before the step appends anything:
 - a header other than the step's columns is refused: the file comes from another version of the step.
 
 The final CSV is the partial file renamed (or, for verify.py, rewritten from it): exactly the step's columns, the
-origin never in it; the origin file is removed once the final file is there.
+origin never in it; the origin file is removed once the final file is there. `check_origin` and `write_origin` serve
+a step whose state is other files (profile.py: its Nsight reports and per-pass CSVs, under profile.origin.json).
 """
 from __future__ import annotations
 
@@ -123,20 +124,31 @@ def _check_origin(path: Path, n_rows: int, now: dict, program: str) -> None:
     side, rows = origin_path(path), f"{n_rows} row" + ("s" if n_rows != 1 else "")
     fix = (f"Refused, so that no rows of another origin mix with this run's. To start this step again from nothing, "
            f"move {path} and its origin file {side.name} beside it away (or delete them) and run it again")
+    check_origin(side, f"{path} holds {rows}", now, program, fix)
+
+
+def check_origin(side: Path, holds: str, now: dict, program: str, fix: str) -> None:
+    """Refuse (OriginError) state that `holds` describes ('<file> holds 3 rows') unless its origin file `side`
+    records this run's origin `now`; fix: what to do, said after every refusal. Also for a step whose state is
+    other files than one partial CSV (profile.py's reports)."""
     try:
-        recorded = json.loads(side.read_text())
+        recorded = json.loads(Path(side).read_text())
     except FileNotFoundError:
-        raise OriginError(f"{path} holds {rows} but records no origin ({side.name} is missing: begun by a "
+        raise OriginError(f"{holds} but records no origin ({Path(side).name} is missing: begun by a "
                           f"{program} older than origin files, or the file was removed), so nothing shows which "
                           f"code and plan measured them. {fix}") from None
     except (OSError, ValueError) as err:
-        raise OriginError(f"{path} holds {rows} but its origin file {side} cannot be read ({err}). "
-                          f"{fix}") from None
+        raise OriginError(f"{holds} but its origin file {side} cannot be read ({err}). {fix}") from None
     diffs = origins.differences(recorded, now)
     if diffs:
-        raise OriginError(f"{path} holds {rows} begun under another origin than this run's: "
+        raise OriginError(f"{holds} begun under another origin than this run's: "
                           + "; ".join(diffs) + f". {fix}; or finish it with the code and plan it was begun under "
                           f"(commit {recorded.get('commit')}).")
+
+
+def write_origin(side: Path, now: dict) -> None:
+    """The origin file written atomically (before the state it describes)."""
+    _replace(Path(side), lambda f: f.write(json.dumps(now, indent=2, sort_keys=True) + "\n"))
 
 
 def resume(path: Path, columns: list, program: str, origin: dict, valid=None, warn=_stderr) -> list:
@@ -148,7 +160,7 @@ def resume(path: Path, columns: list, program: str, origin: dict, valid=None, wa
     if rows:
         _check_origin(path, len(rows), origin, program)
     else:                                            # begun afresh: the origin first, then the file
-        _replace(origin_path(path), lambda f: f.write(json.dumps(origin, indent=2, sort_keys=True) + "\n"))
+        write_origin(origin_path(path), origin)
     if not rows or not clean:
         rewrite(path, columns, rows)
     return rows

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -114,26 +112,11 @@ def resume(out: Path, now: dict) -> bool:
     folder begun afresh gets this origin's file first. OriginError (a ValueError) for another origin or none."""
     side, found = out / ORIGIN, state(out)
     if not found:
-        tmp = side.with_name(side.name + ".tmp")
-        tmp.write_text(json.dumps(now, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, side)
+        partial_csv.write_origin(side, now)
         return False
     fix = (f"Refused, so that no reports or CSVs of another origin mix with this run's. To profile again from "
            f"nothing, move {', '.join(found)} and {ORIGIN} out of {out} (or delete them) and run it again")
-    try:
-        recorded = json.loads(side.read_text())
-    except FileNotFoundError:
-        raise partial_csv.OriginError(
-            f"{out} holds {', '.join(found)} of an earlier profile but records no origin ({ORIGIN} is missing: begun "
-            f"by a profile.py older than origin files, or the file was removed), so nothing shows which code and "
-            f"plan made them. {fix}") from None
-    except (OSError, ValueError) as err:
-        raise partial_csv.OriginError(f"{out}: its origin file {ORIGIN} cannot be read ({err}). {fix}") from None
-    diffs = origin.differences(recorded, now)
-    if diffs:
-        raise partial_csv.OriginError(
-            f"{out} holds {', '.join(found)} begun under another origin than this run's: " + "; ".join(diffs)
-            + f". {fix}; or finish it with the code and plan it was begun under (commit {recorded.get('commit')}).")
+    partial_csv.check_origin(side, f"{out} holds {', '.join(found)} of an earlier profile", now, "profile.py", fix)
     return True
 
 
