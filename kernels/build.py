@@ -25,14 +25,13 @@ from pathlib import Path
 import torch
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.backends.nvidia.compiler import CUDABackend
 from triton.compiler import ASTSource
-from triton.runtime.jit import native_specialize_impl
 
 from .launcher import TileNotSupportedError, _compile_failure, plan_launch
 from .flash_fwd import _attn_fwd
 from .gpus import ARCHS, blocks_per_sm
 from .shapes import HEADLINE, Shape
+from .specialize import jit_specialize
 from .stages import STAGES, Tile, default_tile, is_gluon, named_variants, resolve_variant, stage_of, switches_label
 
 NVIDIA_BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
@@ -44,20 +43,7 @@ CSV_COLUMNS = ["variant", "stage", "switches", "arch", "block_m", "block_n", "nu
 
 def specialize(launch) -> tuple:
     """(signature, constexprs, attrs) for `_attn_fwd`, as the JIT computes them from the launch's arguments."""
-    signature, constexprs, attrs = {}, {}, {}
-    for i, param in enumerate(_attn_fwd.params):
-        value = launch.kwargs[param.name]
-        if param.is_constexpr:
-            signature[param.name] = "constexpr"
-            constexprs[(i,)] = value
-            continue
-        ty, spec = native_specialize_impl(CUDABackend, value, False, True, True)
-        signature[param.name] = ty
-        if ty == "constexpr":        # an integer equal to 1: the JIT makes it a constant
-            constexprs[(i,)] = spec
-        elif spec:
-            attrs[(i,)] = CUDABackend.parse_attr(spec)
-    return signature, constexprs, attrs
+    return jit_specialize(_attn_fwd, launch.kwargs)
 
 
 def compile_gluon(switches: frozenset, arch: int, tile: Tile, shape: Shape):
