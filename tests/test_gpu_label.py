@@ -67,14 +67,16 @@ def test_a_run_of_another_gpu_goes_to_its_own_folder_and_is_never_pooled(data, t
         aggregate.main(["--runs", str(h200), str(other), *ARTICLE, "--out", str(tmp_path / "agg")])
 
 
-def test_an_env_json_of_another_gpu_in_the_h200_folder_is_refused_by_the_pooling_check(data):
+def test_an_env_json_of_another_gpu_in_the_h200_folder_is_refused(data):
     """Relabelled but filed (resealed, recorded) under data/nvidia-h200/: its env.json names the other GPU."""
     run = data / "nvidia-h200" / RUN
     relabel(run, OTHER_NAME)
     seal.write(run)
     seal.record(run)
-    with pytest.raises(aggregate.DataError, match=rf"{OTHER}: {RUN}; nvidia-h200: {RUN}"):
-        aggregate.check_one_gpu([run])
+    aggregate.verified([run])
+    with pytest.raises(aggregate.DataError, match=rf"'{OTHER_NAME}' \(data/{OTHER}/\) is not its folder's, "
+                                                  r"data/nvidia-h200/"):
+        aggregate.check_envs([run])
 
 
 def test_the_gpu_check_refuses_a_gpu_that_is_not_the_one_detected(monkeypatch, tmp_path):

@@ -249,20 +249,15 @@ COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
 def check_one_gpu(run_dirs) -> None:
-    """Refuse (DataError) runs of two GPU models pooled: each GPU's runs are read apart (data/<gpu slug>/), by the
-    folder each run is in and by the GPU its env.json files name; the refusal names the GPUs and their runs."""
+    """Refuse (DataError) runs of two GPU models pooled: each GPU's runs are read apart, by the folder each run is in
+    (data/<gpu slug>/<run>/), naming the GPUs and their runs. That every env.json of a run names its folder's GPU is
+    check_envs'."""
     by_gpu = {}
     for run in run_dirs:
-        slugs = {Path(run).resolve().parent.name}
-        for path in env_files(run):
-            gpu = json.loads(path.read_text()).get("gpu")
-            if gpu:
-                slugs.add(gpu_env.gpu_slug(str(gpu)))
-        for s in slugs:
-            by_gpu.setdefault(s, []).append(Path(run).name)
+        by_gpu.setdefault(Path(run).resolve().parent.name, []).append(Path(run).name)
     if len(by_gpu) > 1:
         raise DataError("runs of more than one GPU are never pooled: " + "; ".join(
-            f"{g}: {', '.join(sorted(set(r)))}" for g, r in sorted(by_gpu.items()))
+            f"{g}: {', '.join(sorted(r))}" for g, r in sorted(by_gpu.items()))
             + " (aggregate each GPU's data/<gpu>/ runs apart)")
 
 
