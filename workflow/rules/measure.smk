@@ -30,7 +30,8 @@ localrules:
 rule gpu_check:
     """The first GPU step: the GPU(s) detected here (torch.cuda.get_device_name, else nvidia-smi), slugged by
     pipeline.gpu_env.gpu_slug, must be config gpu (`make measure GPU=...`), the folder data/<gpu>/ the run goes to;
-    another GPU is refused before anything is measured. Written into the run (gpu.json), sealed with it."""
+    another GPU is refused before anything is measured: compile and verify_gpu, which every timing waits for, wait
+    for it (plan and theory, CPU steps, need no GPU). Written into the run (gpu.json), sealed with it."""
     output:
         GPU_CHECK,
     log:
@@ -49,8 +50,6 @@ rule gpu_check:
 rule plan:
     """The measurement plan as this run sees it (config/config.yaml and any --config override), written into the
     run: the GPU steps read it from there, and it is sealed with the data it produced."""
-    input:
-        GPU_CHECK,
     output:
         PLAN_FILE,
     log:
@@ -66,6 +65,7 @@ rule compile:
     input:
         KERNEL_SOURCES,
         LIBRARY,
+        GPU_CHECK,
         plan=PLAN_FILE,
     output:
         f"{STAGING}/{{run}}/compile/compiled.csv",
