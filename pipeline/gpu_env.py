@@ -142,3 +142,69 @@ def start(path: Path, resume: bool = True, **extra) -> dict:
 
 def finish(path: Path, env: dict) -> None:
     write(path, {**env, "end": snapshot()})
+
+
+class GpuMismatch(ValueError):
+    """The GPU detected is not the one the run's folder names (config gpu, `make measure GPU=...`)."""
+
+
+def detected_names() -> list:
+    """The device name of every GPU this process sees (after CUDA_VISIBLE_DEVICES): torch's, else nvidia-smi's."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except ImportError:
+        pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+
+
+def check_gpu(expected: str, names=None) -> dict:
+    """Refuse (GpuMismatch) unless every GPU seen is one model whose slug is `expected` (the run's data/<gpu>/): a
+    run measured on another GPU is labelled by what it is, never filed under the H200's folder. Returns what was
+    detected, to be written into the run."""
+    names = detected_names() if names is None else list(names)
+    slugs = sorted({gpu_slug(n) for n in names})
+    if not names:
+        raise GpuMismatch(f"no GPU detected (torch.cuda, nvidia-smi): cannot measure a run into data/{expected}/")
+    if slugs != [expected]:
+        raise GpuMismatch(f"config gpu (make measure GPU=...) is {expected!r} but the GPU(s) detected here are "
+                          f"{sorted(set(names))} (data/{'/, data/'.join(slugs)}/): measure with GPU={slugs[0]} "
+                          f"(--config gpu={slugs[0]}) on a machine of one GPU model; nothing was measured")
+    return {"gpu": names[0], "gpu_slug": expected, "gpus": names}
+
+
+def main(argv=None) -> int:
+    """python -m pipeline.gpu_env check <expected slug> <out.json> | slug: the check of check_gpu, or the slug of
+    the GPU detected here (make measure's default GPU=)."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["check"] and len(argv) == 3:
+        try:
+            found = check_gpu(argv[1])
+        except GpuMismatch as err:
+            print(f"gpu_env check: {err}", file=sys.stderr)
+            return 1
+        write(Path(argv[2]), found)
+        print(f"gpu_env check: {found['gpus']} -> data/{argv[1]}/")
+        return 0
+    if argv == ["slug"]:
+        slugs = sorted({gpu_slug(n) for n in detected_names()})
+        if len(slugs) != 1:
+            print(f"gpu_env slug: detected {slugs or 'no GPU'}: need exactly one GPU model", file=sys.stderr)
+            return 1
+        print(slugs[0])
+        return 0
+    print(main.__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import io
 import os
 import shutil
@@ -270,6 +271,23 @@ def verify_all(data: Path) -> list:
     return folders
 
 
+def check_gpu_label(run: Path, folder_gpu: str) -> None:
+    """Refuse (SealError) a run whose env.json or gpu.json names another GPU than the folder it goes to,
+    data/<folder_gpu>/ (gpu_env.gpu_slug of the GPU's name): a run of another GPU is never filed as the H200's."""
+    from pipeline.gpu_env import gpu_slug
+
+    wrong = []
+    for path in sorted(Path(run).rglob("*.json")):
+        if path.name not in ("env.json", "gpu.json"):
+            continue
+        gpu = json.loads(path.read_text()).get("gpu")
+        if gpu is not None and gpu_slug(str(gpu)) != folder_gpu:
+            wrong.append(f"{path.relative_to(run)}: {gpu!r} (data/{gpu_slug(str(gpu))}/)")
+    if wrong:
+        raise SealError(f"{run}: measured on another GPU than its destination data/{folder_gpu}/ names: "
+                        + "; ".join(wrong) + "; nothing was moved (measure with --config gpu=<that slug>)")
+
+
 def publish(staging: Path, dest: Path, manifest: Path | None = None) -> Path:
     """Seal a finished run in its staging folder and move it to dest in one rename (on the same file system), so
     that dest exists only complete and sealed; then record its seal in the manifest (the one above dest, or the one
@@ -282,6 +300,7 @@ def publish(staging: Path, dest: Path, manifest: Path | None = None) -> Path:
         dest.rmdir()                                     # the empty folder Snakemake makes for the output
     if dest.exists():
         raise FileExistsError(f"{dest} exists: a finished run is never overwritten; choose another run name")
+    check_gpu_label(staging, dest.parent.name)
     write(staging)
     check(staging)
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -16,14 +16,35 @@ if QWEN3_E2E and config["measure"]:
         raise ValueError("plan.qwen3_e2e needs Hugging Face transformers in the Python that runs Snakemake: "
                          "pip install -e '.[hf]' (or a plan without the qwen3_e2e section)")
 RUN_BENCHMARKS = [f"{STAGING}/{{run}}/{BENCH}/{step}.tsv" for step in
-                  ["plan", "theory", "verify_gpu", "compile", "timer_check", "profile", "ceilings", *QWEN3_E2E]] + [
+                  ["gpu_check", "plan", "theory", "verify_gpu", "compile", "timer_check", "profile", "ceilings", *QWEN3_E2E]] + [
                   f"{STAGING}/{{run}}/{BENCH}/bench/{s}.tsv" for s in bench_plan.SETS]
 BEFORE_TIMING = [f"{STAGING}/{{run}}/verify/correctness.csv", f"{STAGING}/{{run}}/compile/compiled.csv"]
 PLAN_FILE = f"{STAGING}/{{run}}/plan.yaml"
+GPU_CHECK = f"{STAGING}/{{run}}/gpu.json"  # the GPU detected, checked against config gpu: every GPU step waits for it
 
 
 localrules:
     plan,
+
+
+rule gpu_check:
+    """The first GPU step: the GPU(s) detected here (torch.cuda.get_device_name, else nvidia-smi), slugged by
+    pipeline.gpu_env.gpu_slug, must be config gpu (`make measure GPU=...`), the folder data/<gpu>/ the run goes to;
+    another GPU is refused before anything is measured: compile and verify_gpu, which every timing waits for, wait
+    for it (plan and theory, CPU steps, need no GPU). Written into the run (gpu.json), sealed with it."""
+    output:
+        GPU_CHECK,
+    log:
+        "logs/gpu_check/{run}.log",
+    benchmark:
+        f"{STAGING}/{{run}}/{BENCH}/gpu_check.tsv"
+    resources:
+        gpu=1,
+    params:
+        py=PY,
+        gpu=GPU,
+    shell:
+        "{params.py} -m pipeline.gpu_env check {params.gpu} {output} > {log} 2>&1"
 
 
 rule plan:
@@ -44,6 +65,7 @@ rule compile:
     input:
         KERNEL_SOURCES,
         LIBRARY,
+        GPU_CHECK,
         plan=PLAN_FILE,
     output:
         f"{STAGING}/{{run}}/compile/compiled.csv",

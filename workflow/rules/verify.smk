@@ -24,6 +24,7 @@ rule verify_gpu:
         KERNEL_SOURCES,
         LIBRARY,
         "workflow/scripts/verify/verify.py",
+        f"{STAGING}/{{run}}/gpu.json",  # the GPU checked first (rule gpu_check)
     output:
         f"{STAGING}/{{run}}/verify/correctness.csv",
     log:

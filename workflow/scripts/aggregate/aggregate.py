@@ -248,6 +248,19 @@ def check_timings(timings: pd.DataFrame) -> None:
 COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
+def check_one_gpu(run_dirs) -> None:
+    """Refuse (DataError) runs of two GPU models pooled: each GPU's runs are read apart, by the folder each run is in
+    (data/<gpu slug>/<run>/), naming the GPUs and their runs. That every env.json of a run names its folder's GPU is
+    check_envs'."""
+    by_gpu = {}
+    for run in run_dirs:
+        by_gpu.setdefault(Path(run).resolve().parent.name, []).append(Path(run).name)
+    if len(by_gpu) > 1:
+        raise DataError("runs of more than one GPU are never pooled: " + "; ".join(
+            f"{g}: {', '.join(sorted(r))}" for g, r in sorted(by_gpu.items()))
+            + " (aggregate each GPU's data/<gpu>/ runs apart)")
+
+
 def check_envs(run_dirs) -> None:
     """Refuse (DataError) an env.json whose GPU is not the one its run's folder names (data/<gpu slug>/<run>/,
     gpu_env.gpu_slug), or whose project commit ('-dirty' or not) git does not know; the commit check is skipped,
@@ -541,6 +554,7 @@ def main(argv=None) -> int:
     if a.unanchored:
         READ_SEAL["read"] = seal.check
     run_dirs = verified(a.runs)
+    check_one_gpu(run_dirs)
     recorded = load(run_dirs, "timings.csv")
     check_timer(recorded)
     check_timings(recorded)
