@@ -118,7 +118,7 @@ report: $(VENV)/.installed
 build: $(VENV)/.installed
 	$(BIN)/snakemake --profile profiles/cpu build_all
 
-## measure: on a machine with GPUs, a new run into data/$(GPU)/$(RUN) (verify, bench, profile, ceilings, Qwen3 end
+## measure: on a machine with GPUs, a new run into data/<gpu>/$(RUN), <gpu> detected (verify, bench, profile, ceilings, Qwen3 end
 ##          to end), spread over GPUS GPUs, then everything rebuilt from all runs. Uses $(PYTHON), which must hold
 ##          CUDA torch, triton 3.6.0 and this package: pip install -e '.[workflow,hf]'
 # The run's folder data/<gpu>/: GPU= where given (make measure GPU=...), else the slug of the GPU detected here;

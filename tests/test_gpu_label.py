@@ -98,7 +98,10 @@ def test_the_pipelines_first_gpu_step_refuses_a_config_gpu_not_detected(tmp_path
     shown no GPU) names an H200: the job fails, naming both, and writes nothing of the run."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "nvidia-smi").write_text("#!/bin/sh\necho 'NVIDIA H200'\n")
+    # `nvidia-smi -L` for gpu_pin (which runs the rule), the name alone for the check's query
+    (fake / "nvidia-smi").write_text("#!/bin/sh\nif [ \"$1\" = -L ]; then\n"
+                                     "  echo 'GPU 0: NVIDIA H200 (UUID: GPU-00000000-1111-2222-3333-444444444444)'\n"
+                                     "else echo 'NVIDIA H200'; fi\n")
     (fake / "nvidia-smi").chmod(0o755)
     env = {**ENV, "PATH": f"{fake}{os.pathsep}{ENV.get('PATH', '')}", "CUDA_VISIBLE_DEVICES": "",
            "PYTHONPATH": str(ROOT)}

@@ -320,16 +320,16 @@ def test_the_cpu_tier_runs_through_slurm(cluster, repo):
 
 
 def test_a_gpu_job_is_accepted_and_started(cluster, repo):
-    """verify_gpu, a GPU rule, through the profile: sbatch gets --gpus=1 and no --ntasks-per-gpu, accepts it, and the
-    scheduler starts it on the node with the GPU; its command runs (gpu_pin's line in the rule's log) and fails for
-    want of a real GPU."""
+    """gpu_check, the first GPU rule of a run (every other GPU step waits for it), through the profile: sbatch gets
+    --gpus=1 and no --ntasks-per-gpu, accepts it, and the scheduler starts it on the node with the GPU; its command
+    runs (gpu_pin's line in the rule's log) and fails for want of a real GPU."""
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     run = "run-slurm-gpu"
-    target = f"results/staging/{config['gpu']}/{run}/verify/correctness.csv"
+    target = f"results/staging/{config['gpu']}/{run}/gpu.json"
     proc, out = snakemake_slurm(cluster, repo, "--verbose", "--config", "measure=True", f"run={run}", "--", target,
                                 timeout=600)
     assert "SLURM sbatch failed" not in out, out[-6000:]
-    calls = [ln for ln in out.splitlines() if ln.startswith("sbatch call:") and "rule_verify_gpu" in ln]
+    calls = [ln for ln in out.splitlines() if ln.startswith("sbatch call:") and "rule_gpu_check" in ln]
     assert len(calls) == 1, out[-6000:]
     flags = calls[0].split("--wrap=")[0]
     assert "--gpus=1" in flags and "--ntasks-per-gpu" not in flags, flags
@@ -342,7 +342,7 @@ def test_a_gpu_job_is_accepted_and_started(cluster, repo):
     assert not re.search(r"StartTime=Unknown", show), show
     log = slurmd_log(cluster)
     assert f"Launching batch job {job} " in log and f"StepId={job}.0 " in log, log[-3000:]
-    rule_log = repo / f"results/staging/{config['gpu']}/{run}/verify/verify.log"
+    rule_log = repo / f"logs/gpu_check/{run}.log"
     assert rule_log.read_text().startswith("gpu_pin: running on GPU"), tail(rule_log)
     if state == "FAILED":
         assert proc.returncode != 0

@@ -44,7 +44,7 @@ rule gpu_check:
         py=PY,
         gpu=GPU,
     shell:
-        "{params.py} -m pipeline.gpu_env check {params.gpu} {output} > {log} 2>&1"
+        "{params.py} -m pipeline.gpu_pin -- {params.py} -m pipeline.gpu_env check {params.gpu} {output} > {log} 2>&1"
 
 
 rule plan:
