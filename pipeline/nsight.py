@@ -141,11 +141,16 @@ def _actions(ncu_report, report: Path, order: list):
 
 
 DURATION = "gpu__time_duration.sum"
-DURATION_COLUMNS = ["key", "impl", "variant", "stage", "kernel", "index", "duration_ns"]
+# The SM clock over the kernel (Hz), collected in the duration pass beside the duration (the same replay), so that a
+# difference from the kernel timer can be set against the clock each ran at.
+CLOCK = "sm__cycles_elapsed.avg.per_second"
+DURATION_METRICS = (DURATION, CLOCK)
+DURATION_COLUMNS = ["key", "impl", "variant", "stage", "kernel", "index", "duration_ns", "sm_hz"]
 
 
 def durations(report: Path, order: list) -> list:
-    """One row per profiled kernel: its entry, its position among the entry's kernels, gpu__time_duration in ns."""
+    """One row per profiled kernel: its entry, its position among the entry's kernels, gpu__time_duration in ns and
+    the SM clock in Hz (empty where the report has no CLOCK: a pass that did not collect it)."""
     ncu_report = import_ncu_report()
     rows, count = [], {}
     for action, names in _actions(ncu_report, report, order):
@@ -161,8 +166,10 @@ def durations(report: Path, order: list) -> list:
                  "second": 1e9}.get(unit)
         if scale is None:
             raise ValueError(f"{report}: {DURATION} in an unknown unit {unit!r}")
+        clock = action.metric_by_name(CLOCK)
+        hz = _number(clock, ncu_report) if clock is not None else None
         rows.append({**describe(key), "kernel": action.name(), "index": count.get(key, 0),
-                     "duration_ns": value * scale})
+                     "duration_ns": value * scale, "sm_hz": "" if hz is None else hz})
         count[key] = count.get(key, 0) + 1
     return rows
 

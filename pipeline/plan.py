@@ -158,6 +158,15 @@ def large_n_entries(m: dict) -> list:
     return out
 
 
+def duration_entries(m: dict) -> list:
+    """The entries of Nsight's duration pass, which the aggregate cross-checks against the kernel timer: every entry
+    of the three other passes (profile, premise, large_n), each once, in that order."""
+    seen: dict = {}
+    for e in profile_entries(m) + premise_entries(m) + large_n_entries(m):
+        seen.setdefault(e.key, e)
+    return list(seen.values())
+
+
 def check_plan(m: dict) -> list:
     """Expand the whole plan (every set, the profiled and the premise entries) and check every entry, so that a bad
     plan fails when the pipeline is parsed (a dry run), not inside a GPU job: unknown variants, shapes the kernel

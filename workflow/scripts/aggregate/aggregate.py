@@ -118,9 +118,10 @@ def verified(run_dirs) -> list:
     return run_dirs
 
 
-def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
+def load(run_dirs, name: str, required: bool = True, step_gpu: bool = False) -> pd.DataFrame:
     """Every file called `name` that a run's SHA256SUMS lists (and only those), with the run's name in a first
-    column."""
+    column; with step_gpu, a column `step_gpu` too: the UUID of the GPU that the file's step recorded in its
+    env.json (the folder's; empty where the step wrote none)."""
     frames = []
     for run in run_dirs:
         run = Path(run)
@@ -128,14 +129,26 @@ def load(run_dirs, name: str, required: bool = True) -> pd.DataFrame:
         files = sorted(f for f in sealed if f.name == name)
         if not files and required:
             raise FileNotFoundError(f"{run}: no {name}")
-        frames += [pd.read_csv(f).assign(run=Path(run).name) for f in files]
+        for f in files:
+            df = pd.read_csv(f).assign(run=Path(run).name)
+            if step_gpu:
+                df["step_gpu"] = _step_uuid(f.parent / "env.json", sealed)
+            frames.append(df)
     if not frames:
         return pd.DataFrame(columns=["run"])
     df = pd.concat(frames, ignore_index=True)
     return df[["run"] + [c for c in df.columns if c != "run"]]
 
 
-MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer",  # measured, not descriptive
+def _step_uuid(env_path: Path, sealed) -> str:
+    """The UUID of the GPU a step's env.json recorded at its start ("" where the step has no sealed env.json)."""
+    if env_path not in set(sealed):
+        return ""
+    e = json.loads(env_path.read_text())
+    return str((e.get("start") or e.get("before") or {}).get("uuid") or "")
+
+
+MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer", "step_gpu",  # measured, not descriptive
             *gpu_state.STATE_COLUMNS, *settle.COLUMNS)
 # per_run's columns of the GPU's state, last in its rows: the medians over repeats of the SM clock (MHz, each
 # repeat's median over its timed samples), the mean power (W) and the energy per call (mJ); the number of repeats
@@ -343,23 +356,58 @@ class CrossCheckError(ValueError):
     """The kernel timer and Nsight Compute disagree beyond the stated bound."""
 
 
+def timer_per_gpu(timings: pd.DataFrame) -> pd.DataFrame:
+    """The kernel timer per run, entry and GPU (the UUID a row recorded, else its step's): the median over repeats
+    of the kernels' time and of the SM clock (NaN where the run recorded none), the time and the kernel count, so
+    that a cross-check compares the timer with Nsight on the GPU Nsight ran on."""
+    ok = timings[timings.status == "ok"].copy()
+    row_gpu = ok["gpu_uuid"].fillna("").astype(str) if "gpu_uuid" in ok else pd.Series("", index=ok.index)
+    step = ok["step_gpu"].fillna("").astype(str) if "step_gpu" in ok else pd.Series("", index=ok.index)
+    ok["gpu"] = row_gpu.where(row_gpu != "", step)
+    ok["sm_mhz"] = pd.to_numeric(ok["sm_mhz"], errors="coerce") if "sm_mhz" in ok else float("nan")
+    cols = [c for c in ("kernels_us", "time_us", "sm_mhz") if c in ok]
+    g = ok.groupby(["run", "key", "gpu"])
+    out = g[cols].median().join(g.size().rename("repeats"))
+    if "n_kernels" in ok:
+        out = out.join(g.n_kernels.first())
+    return out.reset_index()
+
+
+# What Nsight reads beside each duration: the SM clock over the kernel (Hz), read in the same replay pass.
+NCU_CLOCK = "sm__cycles_elapsed.avg.per_second"
+
+
 def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waivers=()) -> pd.DataFrame:
-    """Per run and profiled entry: Nsight's duration of one launch (its kernels summed), median over launches,
-    beside the kernel timer's median of the kernels alone (kernels_us: Nsight profiles no memset). Raises
-    CrossCheckError naming every entry off by more than max_pct, unless a waiver (config `crosscheck_waivers`:
-    run, variant, reason) names it: a waived entry stays outside the bound in the table, with its reason, for the
-    paper to print. A waiver that names no entry beyond the bound raises too (it would hide nothing, or a typo)."""
+    """Per run and profiled entry (at any N): Nsight's duration of one launch (its kernels summed), median over
+    launches, beside the kernel timer's median of the kernels alone (kernels_us: Nsight profiles no memset), each
+    on the same GPU: where `durations` and `pr` name their GPU (columns step_gpu and gpu, from timer_per_gpu), the
+    timer's rows of another GPU are not compared (an entry timed only there is a row with timed False).
+
+    The bound: |timer / Nsight - 1| <= max_pct percent (basis "time"). Where both sides recorded the SM clock
+    (Nsight's NCU_CLOCK in its duration pass, the timer's NVML median), an entry beyond it is within when the
+    clock explains the difference: the two agree within max_pct in SM cycles (time x clock) and Nsight ran at the
+    higher clock (basis "cycles": Nsight replays one kernel at a time, so the GPU cools and clocks up between
+    launches, where the timer runs it back to back under the power cap). Raises CrossCheckError naming every
+    entry beyond both, unless a waiver (config `crosscheck_waivers`: run, variant, reason) names it: a waived
+    entry stays outside the bound in the table, with its reason, for the paper to print. A waiver that names no
+    entry beyond the bound raises too (it would hide nothing, or a typo)."""
     if durations.empty:
         raise CrossCheckError("no Nsight durations (profile/ncu_duration.csv) in the runs: nothing to cross-check")
+    by_gpu = "step_gpu" in durations and "gpu" in pr
     rows = []
     for (run, key), d in durations.groupby(["run", "key"], sort=False):
         d = d.sort_values("index")
         names = list(d.kernel)
+        gpu = str(d.step_gpu.iloc[0]) if by_gpu else ""
         timer = pr[(pr.run == run) & (pr.key == key)]
+        if by_gpu and gpu:
+            timer = timer[timer.gpu == gpu]
         if timer.empty:
-            # Profiled but not timed in this run (run-12-x2's lighter plan left two profiled tiles out of its bench
-            # sets): nothing to compare; kept as a row, outside the bound, and counted in the paper.
-            rows.append(dict(run=run, key=key, impl=keys.parse(key).impl, variant=keys.parse(key).variant, timed=False))
+            # Profiled but not timed in this run, or timed on another GPU than Nsight's (run-12-x2's lighter plan
+            # left two profiled tiles out of its bench sets): nothing to compare; kept as a row, outside the bound,
+            # and counted in the paper.
+            k = keys.parse(key)
+            rows.append(dict(run=run, key=key, impl=k.impl, variant=k.variant, N=k.N, gpu=gpu, timed=False))
             continue
         per_launch = int(timer.n_kernels.iloc[0]) if "n_kernels" in timer and not pd.isna(
             timer.n_kernels.iloc[0]) else 1
@@ -368,16 +416,27 @@ def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waiver
                                   f"{per_launch} the timer saw per call")
         launches = d.duration_ns.to_numpy().reshape(-1, per_launch).sum(axis=1) / 1e3
         ncu_us = float(pd.Series(launches).median())
+        ncu_mhz = (float(pd.to_numeric(d.sm_hz, errors="coerce").median()) / 1e6 if "sm_hz" in d
+                   else float("nan"))
         t = timer.iloc[0]
-        rows.append(dict(run=run, key=key, impl=t.impl, variant=t.variant, block_m=t.block_m, block_n=t.block_n,
-                         num_warps=t.num_warps, num_stages=t.num_stages, time_us=t.time_us,
-                         timer_us=t.kernels_us, ncu_us=ncu_us, ncu_lo_us=float(launches.min()),
+        timer_mhz = float(t.sm_mhz) if "sm_mhz" in t and not pd.isna(t.sm_mhz) else float("nan")
+        rows.append(dict(run=run, key=key, impl=t.impl if "impl" in t else keys.parse(key).impl,
+                         variant=t.variant if "variant" in t else keys.parse(key).variant,
+                         N=keys.parse(key).N, gpu=gpu,
+                         **{c: t[c] for c in ("block_m", "block_n", "num_warps", "num_stages") if c in t},
+                         time_us=t.time_us, timer_us=t.kernels_us, ncu_us=ncu_us, ncu_lo_us=float(launches.min()),
                          ncu_hi_us=float(launches.max()), ncu_launches=len(launches),
-                         diff_pct=100 * (t.kernels_us / ncu_us - 1), timed=True))
+                         diff_pct=100 * (t.kernels_us / ncu_us - 1), timer_mhz=timer_mhz, ncu_mhz=ncu_mhz,
+                         cycles_diff_pct=100 * (t.kernels_us * timer_mhz / (ncu_us * ncu_mhz) - 1), timed=True))
     if not any(r["timed"] for r in rows):
         raise CrossCheckError("no profiled entry was also timed in its run: nothing to cross-check")
     out = pd.DataFrame(rows)
-    out["within"] = (out.diff_pct.abs() <= max_pct) | ~out.timed
+    for c in ("diff_pct", "cycles_diff_pct", "timer_mhz", "ncu_mhz"):
+        out[c] = pd.to_numeric(out.get(c), errors="coerce")
+    in_time = out.diff_pct.abs() <= max_pct
+    by_clock = ~in_time & (out.cycles_diff_pct.abs() <= max_pct) & (out.ncu_mhz > out.timer_mhz)
+    out["basis"] = np.where(in_time, "time", np.where(by_clock, "cycles", ""))
+    out["within"] = in_time | by_clock | ~out.timed
     out["max_pct"] = max_pct
     reasons = {(w["run"], w["variant"]): w["reason"] for w in waivers}
     out["waiver"] = [reasons.get((r.run, r.variant), "") if not r.within else "" for r in out.itertuples()]
@@ -389,7 +448,9 @@ def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waiver
     if not bad.empty:
         raise CrossCheckError(
             f"the kernel timer and Nsight Compute's gpu__time_duration differ by more than {max_pct:g}% for: " +
-            "; ".join(f"{r.run} {r.key}: timer {r.timer_us:.1f} us, Nsight {r.ncu_us:.1f} us ({r.diff_pct:+.1f}%)"
+            "; ".join(f"{r.run} {r.key}: timer {r.timer_us:.1f} us, Nsight {r.ncu_us:.1f} us ({r.diff_pct:+.1f}%"
+                      + (f"; in SM cycles {r.cycles_diff_pct:+.1f}%, at {r.timer_mhz:.0f} and {r.ncu_mhz:.0f} MHz)"
+                         if not pd.isna(r.cycles_diff_pct) else ")")
                       for r in bad.itertuples()))
     return out
 
@@ -555,7 +616,7 @@ def main(argv=None) -> int:
         READ_SEAL["read"] = seal.check
     run_dirs = verified(a.runs)
     check_one_gpu(run_dirs)
-    recorded = load(run_dirs, "timings.csv")
+    recorded = load(run_dirs, "timings.csv", step_gpu=True)
     check_timer(recorded)
     check_timings(recorded)
     check_envs(run_dirs)
@@ -567,8 +628,8 @@ def main(argv=None) -> int:
     head.to_csv(a.out / "headline.csv", index=False)
     headline_median(head).to_csv(a.out / "headline_median.csv", index=False)
     variation(head).to_csv(a.out / "variation.csv", index=False)
-    crosscheck(pr, load(run_dirs, "ncu_duration.csv", required=False), a.crosscheck_max_pct,
-               a.crosscheck_waivers).to_csv(
+    crosscheck(timer_per_gpu(timings), load(run_dirs, "ncu_duration.csv", required=False, step_gpu=True),
+               a.crosscheck_max_pct, a.crosscheck_waivers).to_csv(
         a.out / "crosscheck.csv", index=False)
     timer_check(load(run_dirs, "timer_check.csv", required=False), a.crosscheck_max_pct).to_csv(
         a.out / "timer_check.csv", index=False)

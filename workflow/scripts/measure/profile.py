@@ -1,11 +1,13 @@
 """Profile step: Nsight Compute on every profiled entry (config plan.profile) at the headline shape.
 
-Two passes, each running profile_target.py, which launches each entry after warm-up in its own NVTX range and
+Four passes, each running profile_target.py, which launches each entry after warm-up in its own NVTX range and
 profiler window, with the clocks as found (--clock-control none) and the caches flushed before every kernel
 (--cache-control all, ncu's default):
 - the full metric set (--set full), one launch per entry -> ncu.csv (every numeric metric) and the report, gzipped;
-- the duration alone (gpu__time_duration.sum, one replay pass), `duration_launches` launches per entry ->
-  ncu_duration.csv, which the aggregate step compares with the kernel timer (the cross-check);
+- the duration and the SM clock (gpu__time_duration.sum, sm__cycles_elapsed.avg.per_second: one replay pass),
+  `duration_launches` launches of every entry of the three other passes (plan.duration_entries: each profiled
+  entry at each of its N) -> ncu_duration.csv, which the aggregate step compares with the kernel timer (the
+  cross-check, on the same GPU, in time or, where the clocks differ, in SM cycles);
 - the premise entries (plan.profile.premise: where a claim's premise holds and the headline's does not, e.g. a
   working set larger than the L2 for the grid order of C1), a few memory metrics -> ncu_premise.csv;
 - the long-sequence entries (plan.profile.large_n: our last stages and cuDNN where the KV loop dominates), the
@@ -146,8 +148,8 @@ def profile(cfg_path: Path, out: Path, log=print, cfg: dict | None = None) -> No
     cfg = plan.load_config(cfg_path) if cfg is None else cfg
     target = ["--config", str(cfg_path)]
     _pass(out, "profile", "ncu.csv", "full", ["--set", "full"], target, log)
-    _pass(out, "duration", "ncu_duration.csv", "duration", ["--metrics", "gpu__time_duration.sum"],
-          [*target, "--launches", str(int(cfg["profile"]["duration_launches"]))], log)
+    _pass(out, "duration", "ncu_duration.csv", "duration", ["--metrics", ",".join(nsight.DURATION_METRICS)],
+          [*target, "--entries", "duration", "--launches", str(int(cfg["profile"]["duration_launches"]))], log)
     for name in ("premise", "large_n"):
         extra = cfg["profile"].get(name)
         csv_name = f"ncu_{name}.csv"

@@ -16,7 +16,7 @@ from pipeline import plan
 from pipeline.call import check
 
 ENTRIES = {"profile": plan.profile_entries, "premise": plan.premise_entries,
-           "large_n": plan.large_n_entries}
+           "large_n": plan.large_n_entries, "duration": plan.duration_entries}
 
 
 def main() -> int:
@@ -27,8 +27,8 @@ def main() -> int:
     ap.add_argument("--order", type=Path, required=True, help="where to write the profiled entries, in order")
     ap.add_argument("--launches", type=int, default=1, help="launches of each entry inside its window")
     ap.add_argument("--entries", choices=list(ENTRIES), default="profile",
-                    help="the profiled entries (plan.profile), the premise entries (plan.profile.premise) or the "
-                         "long-sequence entries (plan.profile.large_n)")
+                    help="the profiled entries (plan.profile), the premise entries (plan.profile.premise), the "
+                         "long-sequence entries (plan.profile.large_n) or all three (duration)")
     a = ap.parse_args()
     cfg = plan.load_config(a.config)
     entries = ENTRIES[a.entries](cfg)
