@@ -9,7 +9,9 @@ the kernel; Gluon leaves every one of them to the program, which says what the h
 There is no warp specialization: one warpgroup (4 warps, 128 threads) does everything, as in v13 (stage v19).
 The constexpr PRODUCER_WARP (stage v20, off by default) adds FlashAttention-3's first feature, a TMA producer warp
 with register reallocation: see "A TMA producer warp" below. TWO_CONSUMERS (on top of PRODUCER_WARP, off by default)
-adds its second, two consumer warpgroups sharing one K/V ring: see "Two consumer warpgroups".
+adds its second, two consumer warpgroups sharing one K/V ring: see "Two consumer warpgroups". SOFTMAX_OVERLAP (on
+top of TWO_CONSUMERS, off by default) adds its third, the intra-warpgroup overlap: see "The softmax under the P V
+product".
 
 The algorithm
 -------------
@@ -168,6 +170,32 @@ Unverified until the GPU runs it (verify.py --stages v19 v20 v21, compute-saniti
 right, that the ring's phases are as ``_consumer_pair`` argues (no race, no deadlock), that a TMA copy of a Q half
 wholly past N fills zeros and counts its bytes on Q's barrier, and that the TMA store of a half wholly past N writes
 nothing; and its speed.
+
+The softmax under the P V product (SOFTMAX_OVERLAP, on TWO_CONSUMERS, stage v22)
+----------------------------------------------------------------------------------
+
+FlashAttention-3's intra-warpgroup overlap, in each consumer warpgroup (``_consumer``'s SOFTMAX_OVERLAP branch,
+``_overlap_step``). With P V in flight (v21) a step issues q k^T of block j behind the P V product of block j - 1
+and waits for both at once: the tensor cores then sit idle in this warpgroup while it computes the softmax, unless
+the other consumer fills them. With the overlap, block j - 1's P V product is issued after block j's q k^T:
+
+    step j:  issue S_j = q k_j^T;  acc *= alpha_{j-1};  issue acc += P_{j-1} v_{j-1}
+             wait(1)     -> S_j  (warpgroup MMAs complete in order: the older q k^T first)
+             release K_j;  softmax of S_j -> P_j, alpha_j, l_i, m_i   (while P_{j-1} v_{j-1} runs)
+             wait(0)     -> acc;  release V_{j-1}
+
+Block 0's scores and softmax come before the loop (masked: a block wholly below the diagonal loses no key to the
+mask), and the last block's P V product after it. Registers: P_{j-1} (16 bits) stays live beside S_j, P_j and acc,
+154 registers at D = 128, within the 168 of 384 threads. The ring's releases are those of v21 (K's of block j in step
+j, V's of block j - 1 in step j, the last V's never), so ``_consumer_pair``'s argument holds as it is.
+
+ptxas may move a warpgroup MMA wait up: here it put the wait for P V above the exponentials, so that the softmax no
+longer ran under the product (as the throwaway probe of FlashAttention-3's schedule also found). Each step therefore
+stores its row sums into a scratch buffer of shared memory that nothing reads (``l_buf``, 64 floats per consumer),
+just before that wait: a store that needs every exponential of the step and that ptxas does not move the wait
+above. It costs two shared stores and one 128-thread CTA barrier per step (Gluon's, before the store). The sm_90
+build then has all 34 MUFU.EX2 of a 64x64 step between the wait for the scores (WARPGROUP.DEPBAR.LE 1) and the wait
+for P V (WARPGROUP.DEPBAR.LE 0) (tests/test_gluon_build.py). Unverified until the GPU runs it.
 
 The code
 --------
@@ -342,11 +370,70 @@ def _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empt
 
 
 @gluon.jit
+def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr,
+                     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr):
+    """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
+    probabilities p, the factor alpha by which the output so far is to be rescaled, and the new l_i and m_i."""
+    if MASKED:
+        start_n = j * BLOCK_N
+        cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        if IS_CAUSAL:
+            last = offs_m - start_n
+        else:
+            last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
+        s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+    p = gl.exp2(s * qk_scale - m_new[:, None])
+    alpha = gl.exp2(m_i - m_new)
+    l_i = l_i * alpha + gl.sum(p, 1)
+    return p, alpha, l_i, m_new
+
+
+@gluon.jit
+def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, l_buf, j,
+                  offs_m, N, qk_scale, dtype: gl.constexpr,
+                  MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                  HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr,
+                  s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
+    """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
+    product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
+    block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
+    (warpgroup_mma_wait(1): warpgroup MMAs complete in order, so the older q k^T is done while P V may still run),
+    hands K's buffer back, and computes block j's softmax while block j - 1's P V product runs on the tensor cores;
+    then waits for that product (wait 0) and hands block j - 1's V buffer back. Returns acc (complete) and block j's
+    p_op, alpha, l_i, m_i."""
+    slot = j % NUM_STAGES
+    prev = (j - 1) % NUM_STAGES
+    mbarrier.wait(k_bars.index(slot), (j // NUM_STAGES) & 1)
+    k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
+    s = warpgroup_mma(q_tile, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                      use_acc=False, is_async=True)
+    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+    mbarrier.wait(v_bars.index(prev), ((j - 1) // NUM_STAGES) & 1)
+    v_tile = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])
+    acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
+    s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
+    mbarrier.arrive(k_empty.index(slot))
+    p, alpha, l_i, m_i = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M, BLOCK_N,
+                                          s_layout)
+    p_op = gl.convert_layout(p.to(dtype), p_layout)
+    # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
+    # of the step, placed before the wait for the P V product. Without it ptxas moves that wait (WARPGROUP.DEPBAR)
+    # up above the exponentials, and the softmax no longer runs under the product (tests/test_gluon_build.py counts
+    # the MUFU.EX2 between the two waits).
+    l_buf.store(l_i)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    mbarrier.arrive(v_empty.index(prev))
+    return acc, p_op, alpha, l_i, m_i
+
+
+@gluon.jit
 def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_free,
               n_total, off_b, off_h, kv_h, start_m, N, qk_scale,
               IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
               NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, PRODUCER_WARP: gl.constexpr,
-              s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr):
+              s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
+              SOFTMAX_OVERLAP: gl.constexpr = False, l_buf=None):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -356,24 +443,52 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
     m_i = gl.full([BLOCK_M], NO_SCORE, gl.float32, row_layout)      # not -inf: the guard of rows without a finite score
     l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
-    if PV_IN_FLIGHT:
+    if PV_IN_FLIGHT and not SOFTMAX_OVERLAP:
         acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM])
     mbarrier.wait(q_bar, 0)
 
-    for j in range(n_free):
-        acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
-                                   v_empty, j, n_total, off_b, kv_h, offs_m, N, qk_scale, False, IS_CAUSAL, BLOCK_M,
-                                   BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout,
-                                   p_layout)
-    for j in range(n_free, n_total):
-        acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
-                                   v_empty, j, n_total, off_b, kv_h, offs_m, N, qk_scale, True, IS_CAUSAL, BLOCK_M,
-                                   BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout,
-                                   p_layout)
-
-    if PV_IN_FLIGHT:
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))     # the last P V product
+    if SOFTMAX_OVERLAP:
+        # Block 0's scores and softmax alone (masked: a block wholly below the diagonal loses no key to the mask);
+        # then steps 1 .. n_total - 1, each issuing the previous block's P V product after its own q k^T
+        # (``_overlap_step``); then the last block's P V product. The ring's releases are those of PV_IN_FLIGHT:
+        # K's of block j in step j, V's of block j - 1 in step j, the last V's never.
+        mbarrier.wait(k_bars.index(0), 0)
+        s0 = warpgroup_mma(q_tile, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
+                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        s0 = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
+        mbarrier.arrive(k_empty.index(0))
+        p, alpha, l_i, m_i = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL, BLOCK_M,
+                                              BLOCK_N, s_layout)
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+        for j in range(1, n_free):
+            acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
+                                                       v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
+                                                       False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
+                                                       s_layout, o_layout, p_layout)
+        for j in range(gl.maximum(n_free, 1), n_total):
+            acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
+                                                       v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
+                                                       True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
+                                                       s_layout, o_layout, p_layout)
+        last = n_total - 1
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        mbarrier.wait(v_bars.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
+        acc = warpgroup_mma(p_op, v_smem.index(last % NUM_STAGES).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    else:
+        for j in range(n_free):
+            acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars,
+                                       k_empty, v_empty, j, n_total, off_b, kv_h, offs_m, N, qk_scale, False,
+                                       IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT,
+                                       PRODUCER_WARP, s_layout, o_layout, p_layout)
+        for j in range(n_free, n_total):
+            acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars,
+                                       k_empty, v_empty, j, n_total, off_b, kv_h, offs_m, N, qk_scale, True,
+                                       IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT,
+                                       PRODUCER_WARP, s_layout, o_layout, p_layout)
+        if PV_IN_FLIGHT:
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))     # the last P V product
     # (The barriers are not invalidated: PTX asks for that only before their memory is used for something else,
     # and here it never is; each invalidation would cost a CTA barrier. With PRODUCER_WARP, V's buffer of the last
     # block is not handed back either: no load waits for it.)
@@ -389,11 +504,12 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
 
 
 @gluon.jit
-def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total,
+def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, l_smem, n_total,
                    off_b, off_h, kv_h, start_m, N, qk_scale,
                    IS_CAUSAL: gl.constexpr, CONSUMER_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
                    NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, s_layout: gl.constexpr,
-                   o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr):
+                   o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
+                   SOFTMAX_OVERLAP: gl.constexpr = False):
     """TWO_CONSUMERS: the fork into three partitions, the two consumer warpgroups and the producer warp.
 
     Consumer c (0: the default partition, 1: a 4-warp worker) is ``_consumer`` of a 64-row program whose query block
@@ -474,10 +590,12 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
     gl.warp_specialize([
         (_consumer, (q_smem.index(0), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
                      v_empty, n_free0, n_total0, off_b, off_h, kv_h, m0, N, qk_scale, IS_CAUSAL, CONSUMER_M,
-                     BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout)),
+                     BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout,
+                     SOFTMAX_OVERLAP, l_smem.index(0))),
         (_consumer, (q_smem.index(1), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
                      v_empty, n_free1, n_total, off_b, off_h, kv_h, m1, N, qk_scale, IS_CAUSAL, CONSUMER_M,
-                     BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout)),
+                     BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout,
+                     SOFTMAX_OVERLAP, l_smem.index(1))),
         (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b, kv_h,
                         BLOCK_N, NUM_STAGES)),
     ], [4, 1], [_NO_REALLOCATION, _NO_REALLOCATION])
@@ -487,7 +605,7 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
 def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                     NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False,
-                    TWO_CONSUMERS: gl.constexpr = False):
+                    TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -528,6 +646,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     CONSUMER_M: gl.constexpr = BLOCK_M // 2 if TWO_CONSUMERS else BLOCK_M
     PV_IN_FLIGHT: gl.constexpr = CONSUMER_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
 
+    gl.static_assert(TWO_CONSUMERS or not SOFTMAX_OVERLAP, "SOFTMAX_OVERLAP is built on TWO_CONSUMERS")
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
     if TWO_CONSUMERS:
@@ -541,6 +660,12 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
         q_smem = gl.allocate_shared_memory(dtype, [2, 1, 1, CONSUMER_M, HEAD_DIM], q_desc.layout)
     else:
         q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
+    if SOFTMAX_OVERLAP:
+        # each consumer's scratch row sums (see _overlap_step): stored every step, never read
+        l_smem = gl.allocate_shared_memory(gl.float32, [2, CONSUMER_M],
+                                           gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0]))
+    else:
+        l_smem = q_smem
     k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -591,8 +716,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     if PRODUCER_WARP:
         if TWO_CONSUMERS:
             _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
-                           n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
-                           HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout)
+                           l_smem, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
+                           HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout,
+                           SOFTMAX_OVERLAP)
         else:
             gl.warp_specialize([
                 (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
@@ -649,13 +775,17 @@ def grid(B: int, H: int, N: int, block_m: int) -> tuple:
 
 
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
-                sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False) -> dict:
+                sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
+                softmax_overlap: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
     if two_consumers and not producer_warp:
         raise ValueError("two_consumers (the Gluon kernel's TWO_CONSUMERS) needs producer_warp: the producer warp "
                          "loads K and V once for both consumer warpgroups")
+    if softmax_overlap and not two_consumers:
+        raise ValueError("softmax_overlap (the Gluon kernel's SOFTMAX_OVERLAP) needs two_consumers: it reorders "
+                         "each consumer warpgroup's products")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -663,7 +793,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n, two_consumers)
     return dict(q_desc=q_desc, k_desc=k_desc, v_desc=v_desc, o_desc=o_desc, qk_scale=float(sm_scale) * LOG2E,
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
-                IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers))
+                IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
+                SOFTMAX_OVERLAP=bool(softmax_overlap))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -740,7 +871,7 @@ def specialize(kwargs: dict) -> tuple:
 
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
                 num_stages: int = 3, num_warps: int = NUM_WARPS, producer_warp: bool = False,
-                two_consumers: bool = False):
+                two_consumers: bool = False, softmax_overlap: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -761,7 +892,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     k = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
-                         producer_warp=producer_warp, two_consumers=two_consumers)
+                         producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -798,7 +929,7 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
 
 def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int | None = None,
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
-            two_consumers: bool = False):
+            two_consumers: bool = False, softmax_overlap: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -807,6 +938,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    two_consumers = two_consumers or softmax_overlap
     producer_warp = producer_warp or two_consumers
     default = two_consumers_tile(D, N) if two_consumers else (64, 64, NUM_WARPS, 3)
     block_m = default[0] if block_m is None else block_m
@@ -815,7 +947,8 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     check_config(D, q.dtype, block_m, block_n, num_stages, two_consumers=two_consumers)
     if out is None:
         out = torch.empty_like(q)
-    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers)
+    args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
+                       softmax_overlap)
     _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **launch_options(block_m, block_n, D, producer_warp,
                                                                         two_consumers))
     return out

@@ -219,7 +219,8 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
         raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
                          f"split the sequence, or use a larger block_m")
     kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale,
-                                   producer_warp="producer_warp" in switches, two_consumers=two_consumers)
+                                   producer_warp="producer_warp" in switches, two_consumers=two_consumers,
+                                   softmax_overlap="softmax_overlap" in switches)
     return Launch(label, switches, t, grid, kwargs)
 
 

@@ -176,6 +176,12 @@ GLUON: Mapping[str, Switch] = {
                "both, whose releases it waits for; grid (B*H, cdiv(N, 128)), 12 warps and one program per SM, no "
                "register reallocation (with it ptxas serializes the warpgroup MMAs)",
                "TWO_CONSUMERS", requires=("producer_warp",)),
+        Switch("softmax_overlap", "v22",
+               "the intra-warpgroup overlap (FlashAttention-3's third feature): each consumer warpgroup issues the "
+               "next block's q k^T before the previous block's P V product, waits for the scores alone and computes "
+               "their softmax while that P V product runs on the tensor cores, then waits for it (a scratch store "
+               "of the row sums keeps ptxas from moving that wait above the exponentials)",
+               "SOFTMAX_OVERLAP", requires=("two_consumers",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

@@ -68,6 +68,12 @@ TWO_CONSUMER_CONFIGS = {
     "tc-128x64s3-N1": ((1, 1, 1, 1, 64), "bfloat16", False, 128, 64, 3, None),
 }
 TWO_CONSUMER_LOOPED = [name for name in TWO_CONSUMER_CONFIGS if TWO_CONSUMER_CONFIGS[name][0][3] > 1]
+# The kernel with SOFTMAX_OVERLAP (stage v22, on TWO_CONSUMERS): name -> the TWO_CONSUMERS configuration it adds the
+# overlap to (at the same shape, dtype, causality and tile).
+OVERLAP_CONFIGS = {"ov-" + name: TWO_CONSUMER_CONFIGS[name] for name in
+                   ("tc-128x64s3", "tc-128x64s2", "tc-128x64s3-bf16", "tc-128x64s3-noncausal", "tc-128x64s3-D64",
+                    "tc-128x64s3-ragged", "tc-128x64s3-N1")}
+OVERLAP_LOOPED = [name for name in OVERLAP_CONFIGS if OVERLAP_CONFIGS[name][0][3] > 1]
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
 # kernel must be that one, instruction for instruction.
 VERIFIED_PREFIX = "verified:"
@@ -78,7 +84,7 @@ _COMPILE = textwrap.dedent("""
     from kernels.build import NVIDIA_BIN
     from kernels.gluon_fwd import compile_for
     configs, out = json.loads(sys.argv[1]), Path(sys.argv[2])
-    for name, (shape, dtype, causal, bm, bn, stages, producer, two, source) in configs.items():
+    for name, (shape, dtype, causal, bm, bn, stages, producer, two, overlap, source) in configs.items():
         if source:          # another version of kernels/gluon_fwd.py, as a module of its own
             spec = importlib.util.spec_from_file_location("gluon_fwd_" + Path(source).parent.name, source)
             module = importlib.util.module_from_spec(spec)
@@ -86,7 +92,7 @@ _COMPILE = textwrap.dedent("""
             k = module.compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer)
         else:
             k = compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer,
-                            two_consumers=two)
+                            two_consumers=two, softmax_overlap=overlap)
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -136,12 +142,13 @@ def built(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("gluon_build")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    configs = {**{name: [*c, False, False, ""] for name, c in CONFIGS.items()},
-               **{name: [*c[:6], True, False, ""] for name, c in PRODUCER_CONFIGS.items()},
-               **{name: [*c[:6], True, True, ""] for name, c in TWO_CONSUMER_CONFIGS.items()}}
+    configs = {**{name: [*c, False, False, False, ""] for name, c in CONFIGS.items()},
+               **{name: [*c[:6], True, False, False, ""] for name, c in PRODUCER_CONFIGS.items()},
+               **{name: [*c[:6], True, True, False, ""] for name, c in TWO_CONSUMER_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, ""] for name, c in OVERLAP_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
-        configs.update({VERIFIED_PREFIX + name: [*c[:8], str(source[1])] for name, c in list(configs.items())
+        configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
                         if not c[7]})
     proc = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(configs), str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800, check=False)
@@ -579,16 +586,17 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 7 and attrs       # the seven constexprs; N, H divisible by 16
+    assert len(constexprs) == 8 and attrs       # the eight constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
     assert signature["k_desc"] == signature["v_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
     assert signature["qk_scale"] == "fp32" and signature["H"] == signature["N"] == "i32"
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
-                                   "TWO_CONSUMERS"]
+                                   "TWO_CONSUMERS", "SOFTMAX_OVERLAP"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
+    assert args["SOFTMAX_OVERLAP"] is False
     assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, producer_warp=True)["PRODUCER_WARP"]
     two = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True, two_consumers=True)
     assert two["TWO_CONSUMERS"] and two["PRODUCER_WARP"] and two["BLOCK_M"] == 128
@@ -655,3 +663,74 @@ def test_unsupported_configurations_are_refused():
     from kernels.gluon_fwd import compile_for
     with pytest.raises(ValueError, match="sm_90a only"):
         compile_for(120, HEADLINE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SOFTMAX_OVERLAP (stage v22): each consumer's softmax under its own P V product
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", OVERLAP_CONFIGS)
+def test_softmax_overlap_compiles_without_spilling_or_serialized_mmas(built, name):
+    """As v21: at most 168 registers per thread, no spills, no serialized warpgroup MMA, no setmaxnreg, 12 warps;
+    shared memory grows only by the scratch row sums (2 x 64 floats)."""
+    m = built[name]
+    twin = built[name.removeprefix("ov-")]
+    assert 0 < m["registers"] <= 168
+    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0
+    assert "0 bytes spill stores, 0 bytes spill loads" in m["ptxas"]
+    assert "serialized" not in m["ptxas"] and "C7512" not in m["ptxas"], m["ptxas"]
+    assert "setmaxnreg" not in m["ptx"] and m["num_warps"] == 12
+    assert 0 < m["shared"] - twin["shared"] <= 2 * 64 * 4 + 128
+
+
+@pytest.mark.parametrize("name", OVERLAP_LOOPED)
+def test_softmax_overlap_kv_loops(built, name):
+    """Four KV loops (each consumer's unmasked and masked), each step: q k^T of block j (D/16 HGMMAs), then P V of
+    block j - 1 (64/16 HGMMAs), a wait for the scores alone (WARPGROUP.DEPBAR.LE 1), every exponential of the step
+    (P and alpha: 34 MUFU.EX2 at 64x64) before the wait for P V (WARPGROUP.DEPBAR.LE 0): the softmax runs while the
+    P V product does (ptxas moved that wait above the exponentials until the scratch store was added). The same
+    products and exponentials as v21's steps, and its two releases, each after a CTA barrier."""
+    D, bn, _, _ = _tc(name.removeprefix("ov-"))
+    loops = kv_loops(built[name]["sass"])
+    assert len(loops) == 4
+    bf = ".BF16" if "bf16" in name else ""
+    qk, pv = f"HGMMA.64x{bn}x16.F32{bf}", f"HGMMA.64x{D}x16.F32{bf}"
+    for body in loops:
+        assert not [t for t in body if t.startswith("UTMALDG")]
+        ops = [t.split()[0] if t.startswith("HGMMA") else t for t in body if t.startswith(("HGMMA", "WARPGROUP.DEPBAR"))]
+        assert ops == ([qk] * (D // 16) + [pv] * (bn // 16) + ["WARPGROUP.DEPBAR.LE gsb0, 0x1"]
+                       + ["WARPGROUP.DEPBAR.LE gsb0, 0x0"]), ops
+        one = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+        zero = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0"))
+        ex2 = [i for i, t in enumerate(body) if t.startswith("MUFU.EX2")]
+        assert len(ex2) == 64 * bn // 128 + 64 // 32
+        assert all(one < i < zero for i in ex2), (one, zero, ex2)
+        releases = [i for i, t in enumerate(body) if t.startswith("SYNCS.ARRIVE.TRANS64.A1T0 RZ")]
+        assert len(releases) == 2
+        for i in releases:
+            since = max([w for w, t in enumerate(body[:i]) if t.startswith("WARPGROUP.DEPBAR")], default=0)
+            assert any(t.startswith("BAR.SYNC") for t in body[since:i])
+
+
+@pytest.mark.parametrize("name", OVERLAP_CONFIGS)
+def test_softmax_overlap_keeps_v21s_loads_stores_and_ring(built, name):
+    """The same TMA loads and stores, barriers (their counts) and partitions as v21's kernel (its products are the
+    same per step; block 0's q k^T and the last block's P V product, peeled out of the loop, add HGMMA instructions
+    to the code, not to the work)."""
+    m, twin = built[name], built[name.removeprefix("ov-")]
+    for op in ("UTMALDG", "UTMASTG"):
+        assert m["mix"].get(op, 0) == twin["mix"].get(op, 0), op
+    init = r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);"
+    assert sorted(re.findall(init, m["ptx"])) == sorted(re.findall(init, twin["ptx"]))
+    assert m["ttgir"].count("ttg.warp_specialize(") == 1
+
+
+def test_softmax_overlap_needs_two_consumers():
+    from kernels.gluon_fwd import kernel_args
+    q = torch.empty((1, 2, 128, 64), dtype=torch.float16, device="meta")
+    k = torch.empty((1, 1, 128, 64), dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="softmax_overlap .* needs two_consumers"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True, softmax_overlap=True)
+    args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True,
+                       two_consumers=True, softmax_overlap=True)
+    assert args["SOFTMAX_OVERLAP"] and args["TWO_CONSUMERS"]

@@ -242,7 +242,8 @@ def test_direct_launch_expands_host_descriptors_as_triton_does():
     import sys
     from pathlib import Path
     from kernels.stages import stage_adding
-    stages = ["v11", "v13", "v19", stage_adding("producer_warp"), stage_adding("two_consumers")]
+    stages = ["v11", "v13", "v19", stage_adding("producer_warp"), stage_adding("two_consumers"),
+              stage_adding("softmax_overlap")]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run([sys.executable, "-c", _EXPANSION, *stages], cwd=Path(__file__).parents[1], env=env,
                           capture_output=True, text=True, timeout=900)
