@@ -385,9 +385,10 @@ def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waiver
 
     The bound: |timer / Nsight - 1| <= max_pct percent (basis "time"). Where both sides recorded the SM clock
     (Nsight's NCU_CLOCK in its duration pass, the timer's NVML median), an entry beyond it is within when the
-    clock explains the difference: the two agree within max_pct in SM cycles (time x clock) and Nsight ran at the
-    higher clock (basis "cycles": Nsight replays one kernel at a time, so the GPU cools and clocks up between
-    launches, where the timer runs it back to back under the power cap). Raises CrossCheckError naming every
+    clock explains the difference: the two agree within max_pct in SM cycles (time x clock; basis "cycles"). In
+    run-18 that is so at N = 512, where Nsight's replays ran at 1800-1840 MHz and the timer's samples at 1980; at
+    N = 16384 the two clocks were within a few percent and the timer 6-12% slower all the same, which the clock
+    does not explain (those entries are waived, with that reason, in the config). Raises CrossCheckError naming every
     entry beyond both, unless a waiver (config `crosscheck_waivers`: run, variant, reason) names it: a waived
     entry stays outside the bound in the table, with its reason, for the paper to print. A waiver that names no
     entry beyond the bound raises too (it would hide nothing, or a typo)."""
@@ -434,7 +435,7 @@ def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waiver
     for c in ("diff_pct", "cycles_diff_pct", "timer_mhz", "ncu_mhz"):
         out[c] = pd.to_numeric(out.get(c), errors="coerce")
     in_time = out.diff_pct.abs() <= max_pct
-    by_clock = ~in_time & (out.cycles_diff_pct.abs() <= max_pct) & (out.ncu_mhz > out.timer_mhz)
+    by_clock = ~in_time & (out.cycles_diff_pct.abs() <= max_pct)
     out["basis"] = np.where(in_time, "time", np.where(by_clock, "cycles", ""))
     out["within"] = in_time | by_clock | ~out.timed
     out["max_pct"] = max_pct
