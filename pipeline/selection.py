@@ -11,6 +11,7 @@ from kernels.stages import ARTICLE_STAGES as _ARTICLE_STAGES
 from kernels.stages import ARTICLE_TILE as _TILE
 from kernels.stages import BASELINE as _BASELINE
 from kernels.stages import FINAL as _FINAL
+from kernels.stages import GLUON as _GLUON
 from kernels.stages import OUR_STAGES as _OUR_STAGES
 from kernels.stages import SWITCHES as _SWITCHES
 from kernels.stages import default_tile as _default_tile
@@ -24,6 +25,8 @@ ARTICLE_TILE = asdict(_TILE)
 STAGES = list(_ARTICLE_STAGES)                       # the article's stages (v0 ... v7)
 OUR_STAGES = list(_OUR_STAGES)                       # ours beyond it, on Hopper
 ALL_STAGES = STAGES + OUR_STAGES
+GLUON_STAGES = OUR_STAGES[OUR_STAGES.index(_GLUON["gluon"].stage):]   # ours in Gluon (v19 on)
+TRITON_OURS = OUR_STAGES[:OUR_STAGES.index(_GLUON["gluon"].stage)]            # ours in Triton (v8 ... v18)
 BASELINE, FINAL = _BASELINE, _FINAL                  # the article's first and last stages
 FINAL_NO_WS = _without(_FINAL, "warp_specialize")    # the final stage without warp specialization
 CAUSAL_SKIP_STAGE = _stage_adding("causal_skip")     # the stage that skips the blocks above the diagonal

@@ -125,3 +125,44 @@ def test_resume_from_an_empty_or_foreign_partial_file(tmp_path):
     path.write_text("key,repeat,time_us\nx,0,1.0\n")
     with pytest.raises(ValueError, match="from another version of bench.py"):
         bench.read_rows(path)
+
+
+def test_the_clock_explains_a_difference_only_where_the_cycles_agree():
+    """With the SM clock on both sides (run-18 on), an entry beyond the bound in time is within it when time x clock
+    agrees within the bound (basis 'cycles'), whichever side ran faster; beyond it in cycles too, it fails, naming
+    both differences and both clocks."""
+    pr = per_run(timer_v7=92.0).assign(sm_mhz=[1980.0, 1800.0])
+    d = durations().assign(sm_hz=1.8e9)
+    out = aggregate.crosscheck(pr, d, 5.0)
+    v7 = out[out.key == KEY_V7].iloc[0]
+    assert v7.basis == "cycles" and v7.within
+    assert v7.diff_pct == pytest.approx(100 * (92 / 100.5 - 1))
+    assert v7.cycles_diff_pct == pytest.approx(100 * (92 * 1980 / (100.5 * 1800) - 1))
+    same_clock = per_run(timer_v7=92.0).assign(sm_mhz=[1800.0, 1800.0])
+    with pytest.raises(aggregate.CrossCheckError, match=r"v7.*-8.5%; in SM cycles -8.5%, at 1800 and 1800 MHz"):
+        aggregate.crosscheck(same_clock, d, 5.0)
+    # without a clock on either side the time alone decides, as before
+    with pytest.raises(aggregate.CrossCheckError, match=r"v7.*\(-8.5%\)"):
+        aggregate.crosscheck(per_run(timer_v7=92.0), durations(), 5.0)
+
+
+def test_the_timer_is_compared_on_the_gpu_nsight_ran_on():
+    """The timer's rows of another GPU than the profile's are not compared with it: an entry timed only there is a
+    row with timed False and untimed 'on another GPU'; rows of the profile's GPU are the timer's figure."""
+    pr = pd.concat([per_run(timer_v7=100.0).assign(gpu="GPU-A"), per_run(timer_v7=130.0).assign(gpu="GPU-B")])
+    out = aggregate.crosscheck(pr, durations().assign(step_gpu="GPU-A"), 5.0)
+    assert out[out.key == KEY_V7].iloc[0].timer_us == 100.0
+    only_b = pr[pr.gpu == "GPU-B"]
+    out = aggregate.crosscheck(pd.concat([only_b[only_b.key == KEY_V7], pr[(pr.gpu == "GPU-A") & (pr.key != KEY_V7)]]),
+                               durations().assign(step_gpu="GPU-A"), 5.0)
+    row = out[out.key == KEY_V7].iloc[0]
+    assert not row.timed and row.untimed == "on another GPU" and row.within
+
+
+def test_timer_per_gpu_takes_each_rows_uuid_else_its_steps():
+    t = pd.DataFrame([dict(run="r", key=KEY_V7, status="ok", kernels_us=k, time_us=k, sm_mhz=m, gpu_uuid=u,
+                           step_gpu="GPU-S", n_kernels=1, impl="triton", variant="v7")
+                      for k, m, u in ((100.0, 1900, "GPU-A"), (102.0, 1800, "GPU-A"), (200.0, 1500, None))])
+    g = aggregate.timer_per_gpu(t).set_index("gpu")
+    assert g.loc["GPU-A"].kernels_us == 101.0 and g.loc["GPU-A"].sm_mhz == 1850 and g.loc["GPU-A"].repeats == 2
+    assert g.loc["GPU-S"].kernels_us == 200.0

@@ -129,6 +129,7 @@ rule ours:
         per_n=f"{AGG}/per_n.csv",
         best=f"{AGG}/best_per_n.csv",
         leader=f"{AGG}/leader.csv",
+        gluon_leader=f"{AGG}/gluon_leader.csv",
     log:
         "logs/ours.log",
     benchmark:

@@ -112,6 +112,8 @@ VALUES = {
                  predictions=rules.predictions.output[0], tuned_tiles="kernels/tuned_tiles.csv",
                  build=rules.aggregate.output.build, ncu=rules.aggregate.output.ncu),
     "large_n": dict(large_n_table=rules.aggregate.output.large_n_table, large_n=rules.aggregate.output.large_n),
+    "gluon_run": dict(per_n=rules.ours.output.per_n, gluon_leader=rules.ours.output.gluon_leader),
+    "state": dict(per_run=rules.aggregate.output.per_run, timings=rules.aggregate.output.timings),
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
     "gluon": dict(seal_file=f"{PROBE_GLUON}/SHA256SUMS", correctness=f"{PROBE_GLUON}/correctness.csv",
                   racecheck=f"{PROBE_GLUON}/sanitizer_racecheck.log", synccheck=f"{PROBE_GLUON}/sanitizer_synccheck.log",

@@ -70,7 +70,7 @@ ROLES = {
     "our_stage": "one of our stages beyond the article",
     "baseline": "the article's first stage",
     "final": "the article's last stage",
-    "last": "our last stage that has been measured (at the headline shape, at its own tile)",
+    "last": "our last Triton stage that has been measured (at the headline shape, at its own tile)",
     "article_tile": "a Triton row at the article's tile",
     "own_tile": "a Triton row at its variant's own default tile (kernels.stages.default_tile)",
     "paper_row": "a row the paper means: the article's stages at its tile, ours at their own, and the PyTorch backends",
@@ -315,7 +315,7 @@ def with_roles(pr: pd.DataFrame) -> pd.DataFrame:
     pr["own_tile"] = tri & selection.at_own_tile(pr)
     pr["paper_row"] = pr.torch | (pr.article_stage & pr.article_tile) | (pr.our_stage & pr.own_tile)
     measured = set(pr[pr.our_stage & pr.own_tile & pr.headline].variant)
-    ours = [s for s in selection.OUR_STAGES if s in measured]
+    ours = [s for s in selection.TRITON_OURS if s in measured]     # the Triton kernel's; the Gluon ones apart
     pr["last"] = tri & (pr.variant == (ours[-1] if ours else selection.FINAL))
     return pr[[c for c in pr.columns if c not in ROLES] + list(ROLES)]
 
@@ -368,9 +368,8 @@ def timer_per_gpu(timings: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in ("kernels_us", "time_us", "sm_mhz") if c in ok]
     g = ok.groupby(["run", "key", "gpu"])
     out = g[cols].median().join(g.size().rename("repeats"))
-    if "n_kernels" in ok:
-        out = out.join(g.n_kernels.first())
-    return out.reset_index()
+    desc = [c for c in ("n_kernels", "impl", "variant", "block_m", "block_n", "num_warps", "num_stages") if c in ok]
+    return out.join(g[desc].first()).reset_index()
 
 
 # What Nsight reads beside each duration: the SM clock over the kernel (Hz), read in the same replay pass.
@@ -401,6 +400,7 @@ def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waiver
         names = list(d.kernel)
         gpu = str(d.step_gpu.iloc[0]) if by_gpu else ""
         timer = pr[(pr.run == run) & (pr.key == key)]
+        elsewhere = not timer.empty
         if by_gpu and gpu:
             timer = timer[timer.gpu == gpu]
         if timer.empty:
@@ -408,7 +408,8 @@ def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waiver
             # left two profiled tiles out of its bench sets): nothing to compare; kept as a row, outside the bound,
             # and counted in the paper.
             k = keys.parse(key)
-            rows.append(dict(run=run, key=key, impl=k.impl, variant=k.variant, N=k.N, gpu=gpu, timed=False))
+            rows.append(dict(run=run, key=key, impl=k.impl, variant=k.variant, N=k.N, gpu=gpu, timed=False,
+                             untimed="on another GPU" if elsewhere else "not timed"))
             continue
         per_launch = int(timer.n_kernels.iloc[0]) if "n_kernels" in timer and not pd.isna(
             timer.n_kernels.iloc[0]) else 1
@@ -428,7 +429,8 @@ def crosscheck(pr: pd.DataFrame, durations: pd.DataFrame, max_pct: float, waiver
                          time_us=t.time_us, timer_us=t.kernels_us, ncu_us=ncu_us, ncu_lo_us=float(launches.min()),
                          ncu_hi_us=float(launches.max()), ncu_launches=len(launches),
                          diff_pct=100 * (t.kernels_us / ncu_us - 1), timer_mhz=timer_mhz, ncu_mhz=ncu_mhz,
-                         cycles_diff_pct=100 * (t.kernels_us * timer_mhz / (ncu_us * ncu_mhz) - 1), timed=True))
+                         cycles_diff_pct=100 * (t.kernels_us * timer_mhz / (ncu_us * ncu_mhz) - 1), timed=True,
+                         untimed=""))
     if not any(r["timed"] for r in rows):
         raise CrossCheckError("no profiled entry was also timed in its run: nothing to cross-check")
     out = pd.DataFrame(rows)

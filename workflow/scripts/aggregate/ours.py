@@ -8,11 +8,13 @@
 - best_per_n.csv: at each N and dtype, the fastest of our stages (lowest median over its runs of its within-run
   ratio to cuDNN), that ratio, the last and the leading stage's, and the noise floor of the ratio: how far PyTorch's
   default SDPA and SDPA forced to cuDNN (the same cuDNN kernel on the H200) differ from each other in a run;
-- leader.csv: our stages timed at every N of the sweep, by the geometric mean of their ratio to cuDNN over the N
-  and dtypes; the first is the leading stage, the one the paper follows across lengths and layouts (our last stage
-  need not be our fastest); its column `leader` says so, as per_n.csv's and ours_stages.csv's do of their rows.
+- leader.csv: our Triton stages (v8 ... v18) timed at every N of the sweep, by the geometric mean of their ratio to
+  cuDNN over the N and dtypes; the first is the leading stage, the one the paper's Triton sections follow across
+  lengths and layouts (our last stage need not be our fastest); its column `leader` says so, as per_n.csv's and
+  ours_stages.csv's do of their rows; gluon_leader.csv: the same for the Gluon stages (v19 on), apart, since they
+  are a second kernel, sm_90 only, measured from run-18 on.
 
-Our last stage is the last measured one (per_run.csv's role `last`): a stage registered but not yet measured is in
+Our last stage is the last measured Triton one (per_run.csv's role `last`): a stage registered but not yet measured is in
 none of these tables.
 
 cuDNN is `torch-cudnn` (SDPA with the cuDNN backend forced) throughout.
@@ -89,10 +91,11 @@ def best_per_n(p: pd.DataFrame, lead: str, last: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def leader_table(p: pd.DataFrame) -> pd.DataFrame:
-    """Each of our stages timed at every N of the sweep in both dtypes: the geometric mean over (N, dtype) of its
-    median ratio to cuDNN, and the number of runs; the leading stage (our fastest across lengths) has the lowest."""
-    ours = p[p.variant.isin(selection.OUR_STAGES)]
+def leader_table(p: pd.DataFrame, stages=tuple(selection.TRITON_OURS)) -> pd.DataFrame:
+    """Each of our stages (of `stages`: the Triton kernel's, or the Gluon kernel's) timed at every N of the sweep in
+    both dtypes: the geometric mean over (N, dtype) of its median ratio to cuDNN, and the number of runs; the
+    leading stage (the fastest across lengths) has the lowest."""
+    ours = p[p.variant.isin(stages)]
     points = ours.groupby(["variant", "dtype", "N"]).x_cudnn.median().reset_index()
     full = points.groupby(["dtype", "N"]).ngroups
     rows = []
@@ -116,6 +119,7 @@ def main(input, output) -> None:
     stages.assign(leader=stages.stage == leader).to_csv(output.stages, index=False)
     p.assign(leader=p.variant == leader).to_csv(output.per_n, index=False)
     lead.to_csv(output.leader, index=False)
+    leader_table(p, tuple(selection.GLUON_STAGES)).to_csv(output.gluon_leader, index=False)
     best_per_n(p, leader, last_stage(pr)).to_csv(output.best, index=False)
 
 

@@ -37,8 +37,10 @@ BENCH = "benchmarks"
 # The steps of a measured run, in the pipeline's order: the rules whose benchmark files are sealed in the run. The
 # old logs also hold the jobs that ran beside them (build_variants, seal_run, aggregate): not the run's steps.
 # qwen3_e2e: only in the runs whose plan has its section (plan.qwen3_e2e); in none sealed before the step existed.
-RUN_RULES = ("plan", "theory", "verify_gpu", "compile", "bench", "timer_check", "profile", "ceilings", "qwen3_e2e")
-GPU_RULES = ("verify_gpu", "compile", "bench", "timer_check", "profile", "ceilings", "qwen3_e2e")  # resources: gpu=1
+RUN_RULES = ("gpu_check", "plan", "theory", "verify_gpu", "compile", "bench", "timer_check", "profile", "ceilings",
+             "qwen3_e2e")
+GPU_RULES = ("gpu_check", "verify_gpu", "compile", "bench", "timer_check", "profile", "ceilings",
+             "qwen3_e2e")  # resources: gpu=1
 BUILD_RULES = ("build_variants", "verify_cpu", "aggregate", "claims", "figure", "step_times", "tables", "macros",
                "paper", "seal_run")
 COLUMNS = ["tier", "run", "rule", "job", "seconds", "max_rss_mb", "source", "file", "gpu", "order"]

@@ -4,7 +4,7 @@
 - claims.tex: each claim's components, the article's figure, ours, the verdict by the rules of claims.py;
 - slips.tex: the article's printed percentages that its own absolute figures do not give;
 - environment.tex: the GPU, driver, versions and clocks of every run;
-- crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry, with the host-sleep
+- crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry (and its N), with the host-sleep
   check;
 - launch_cost.tex: host time per call, event-timed call and kernel time of each stage and PyTorch backend;
 - step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files);
@@ -189,13 +189,17 @@ def crosscheck_table(crosscheck: Path, timer_check: Path, out: Path) -> None:
         r = g.iloc[0]
         rows.append({
             "entry": entry_label(r.variant, r.block_m, r.block_n, r.num_warps, r.num_stages),
+            "N": str(int(r.N)),
             r"timer $\mu$s": fmt(g.timer_us.median(), 1),
             r"Nsight $\mu$s": fmt(g.ncu_us.median(), 1),
             r"differences \%": ", ".join(signed(d) for d in g.diff_pct),
-            rf"kernel, {longest:g}\,$\mu$s sleep": signed(slept.loc[key, "kernel_change_pct"]) + r"\%",
-            rf"events, {longest:g}\,$\mu$s sleep": signed(slept.loc[key, "event_change_pct"], 0) + r"\%",
+            # the timer check covers the headline's profiled entries; the long-sequence ones have none
+            rf"kernel, {longest:g}\,$\mu$s sleep": (signed(slept.loc[key, "kernel_change_pct"]) + r"\%"
+                                                   if key in slept.index else "--"),
+            rf"events, {longest:g}\,$\mu$s sleep": (signed(slept.loc[key, "event_change_pct"], 0) + r"\%"
+                                                   if key in slept.index else "--"),
         })
-    latex(pd.DataFrame(rows), out, "lrrlrr")
+    latex(pd.DataFrame(rows), out, "lrrrlrr")
 
 
 def launch_cost_table(launch_cost: Path, out: Path) -> None:

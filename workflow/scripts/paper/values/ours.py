@@ -15,7 +15,7 @@ import pandas as pd
 from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, previous_stage, stage_adding
 
 from pipeline.latex import Values, count_word, fixed, listing, signed
-from pipeline.selection import OUR_STAGES, resolve_variant, switches_label, variant_name
+from pipeline.selection import GLUON_STAGES, OUR_STAGES, resolve_variant, switches_label, variant_name
 
 QUANTITY_WORDS = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
 QUANTITY_KEYS = {"time": "time", "time_ratio": "ratio", "smsp__inst_executed.sum": "instr"}
@@ -80,8 +80,15 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     judged = pred[pred.verdict != "not measured"]
     v.macro("PredTotal", len(judged))
     unmeasured = pred[pred.verdict == "not measured"]
-    v.macro("PredUnmeasured", count_word(len(unmeasured)))
-    v.macro("PredUnmeasuredStages", listing(sorted(set(unmeasured.stage), key=lambda s: int(s[1:]))))
+    v.macro("PredUnmeasuredSentence",
+            "Every registered stage's predictions have been measured." if unmeasured.empty else
+            f"The {count_word(len(unmeasured))} of "
+            f"{listing(sorted(set(unmeasured.stage), key=lambda s: int(s[1:])))} wait for the stage's first run.")
+    gl = judged[judged.stage.isin(GLUON_STAGES)]
+    v.macro("PredGluonTotal", len(gl))
+    v.macro("PredGluonHolds", int((gl.verdict == "holds").sum()))
+    v.macro("PredGluonBetter", int((gl.verdict == "better").sum()))
+    v.macro("PredGluonWorse", int((gl.verdict == "worse").sum()))
     v.macro("PredHolds", int((judged.verdict == "holds").sum()))
     v.macro("PredBetter", int((judged.verdict == "better").sum()))
     v.macro("PredWorse", int((judged.verdict == "worse").sum()))

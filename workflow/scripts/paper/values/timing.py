@@ -10,34 +10,74 @@ from pipeline.latex import Values, fixed, listing
 from pipeline.selection import FINAL, STAGES, TORCH, run_number
 
 
+def mhz_range(mhz) -> str:
+    """'lo--hi' MHz, or the one value where all are equal."""
+    lo, hi = f"{mhz.min():.0f}", f"{mhz.max():.0f}"
+    return lo if lo == hi else f"{lo}--{hi}"
+
+
 def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
     v = Values("timing")
     cc = pd.read_csv(crosscheck)
-    v.macro("CrossUntimed", int((~cc.timed).sum()))
-    v.macro("CrossUntimedRuns", listing(sorted(set(cc[~cc.timed].run))))
+    untimed = cc[~cc.timed]
+    v.macro("CrossUntimed", int((untimed.untimed == "not timed").sum()))
+    v.macro("CrossUntimedRuns", listing(sorted(set(untimed[untimed.untimed == "not timed"].run))))
+    v.macro("CrossOtherGpu", int((untimed.untimed == "on another GPU").sum()))
+    v.macro("CrossOtherGpuRuns", listing(sorted(set(untimed[untimed.untimed == "on another GPU"].run),
+                                                key=run_number)))
     cc = cc[cc.timed]
+    v.macro("CrossPairs", len(cc))
     waived = cc[cc.waiver.fillna("") != ""]
+    by_time = cc[cc.basis.fillna("") == "time"]
     v.macro("CrossMaxPct", fixed(cc.diff_pct.abs().max(), 1))
-    v.macro("CrossMaxUnwaivedPct", fixed(cc[cc.waiver.fillna("") == ""].diff_pct.abs().max(), 1))
+    v.macro("CrossMaxUnwaivedPct", fixed(by_time.diff_pct.abs().max(), 1))
     v.macro("CrossWaivedCount", len(waived))
-    v.macro("CrossWaivedList", listing([f"{r.variant} in {r.run} ({r.diff_pct:+.1f}\\%)" for r in waived.itertuples()]))
-    v.macro("CrossWaivedRuns", listing(sorted(set(waived.run))))
-    # A waived PyTorch kernel (the same kernel in every run): the timer's time of it in the waived run against its
-    # range over the other runs, and Nsight's time of it in every run.
-    for r in waived[waived.impl != "triton"].itertuples():
-        others = cc[(cc.key == r.key) & (cc.run != r.run)]
+    v.macro("CrossWaivedList", listing([f"{r.variant} in {r.run} ({r.diff_pct:+.1f}\\%)"
+                                        for r in waived[waived.cycles_diff_pct.isna()].itertuples()]))
+    v.macro("CrossWaivedRuns", listing(sorted(set(waived[waived.cycles_diff_pct.isna()].run), key=run_number)))
+    # The runs with the SM clock on both sides (run-18 on): the entries that the clock explains (within the bound in
+    # SM cycles, beyond it in time), and the waived ones, which it does not.
+    clocked = cc[cc.cycles_diff_pct.notna()]
+    v.macro("CrossClockRuns", listing(sorted(set(clocked.run), key=run_number)))
+    v.macro("CrossClockPairs", len(clocked))
+    cyc = cc[cc.basis.fillna("") == "cycles"]
+    v.macro("CrossCyclesCount", len(cyc))
+    v.macro("CrossCyclesN", listing(sorted({str(int(n)) for n in cyc.N}, key=int)) if len(cyc) else "--")
+    v.macro("CrossCyclesTimeRange", f"{fixed(cyc.diff_pct.min(), 1)} to {fixed(cyc.diff_pct.max(), 1)}"
+            if len(cyc) else "--")
+    v.macro("CrossCyclesMaxPct", fixed(cyc.cycles_diff_pct.abs().max(), 1) if len(cyc) else "--")
+    v.macro("CrossCyclesTimerMhz", mhz_range(cyc.timer_mhz) if len(cyc) else "--")
+    v.macro("CrossCyclesNcuMhz", mhz_range(cyc.ncu_mhz) if len(cyc) else "--")
+    unexplained = waived[waived.cycles_diff_pct.notna()]
+    v.macro("CrossClockWaivedCount", len(unexplained))
+    v.macro("CrossClockWaivedList", listing([f"{r.variant} ({r.diff_pct:+.1f}\\%)" for r in unexplained.itertuples()]))
+    v.macro("CrossClockWaivedN", listing(sorted({str(int(n)) for n in unexplained.N}, key=int))
+            if len(unexplained) else "--")
+    v.macro("CrossClockWaivedCyclesRange", f"{fixed(unexplained.cycles_diff_pct.min(), 1)} to "
+            f"{fixed(unexplained.cycles_diff_pct.max(), 1)}" if len(unexplained) else "--")
+    v.macro("CrossClockWaivedClockMaxPct", fixed((100 * (unexplained.timer_mhz / unexplained.ncu_mhz - 1)).abs().max(), 1)
+            if len(unexplained) else "--")
+    # A waived PyTorch kernel of the runs without clocks (the same kernel in every run): the timer's time of it in
+    # the first waived run against its range over the runs where it is not waived, and Nsight's time of it in
+    # every run.
+    old_waived = waived[waived.cycles_diff_pct.isna()]
+    for variant, w in old_waived[old_waived.impl != "triton"].groupby("variant"):
+        r = w.sort_values("run", key=lambda runs: runs.map(run_number)).iloc[0]
+        others = cc[(cc.key == r.key) & ~cc.run.isin(w.run)]
         lo, hi = others.timer_us.min(), others.timer_us.max()
-        v.put("waived", r.variant, "timer_us", fixed(r.timer_us, 1))
-        v.put("waived", r.variant, "others_timer_range", f"{fixed(lo, 1)}--{fixed(hi, 1)}")
-        v.put("waived", r.variant, "timer_place", "below" if r.timer_us < lo else "above" if r.timer_us > hi else "within")
+        v.put("waived", variant, "timer_us", fixed(r.timer_us, 1))
+        v.put("waived", variant, "run", r.run)
+        v.put("waived", variant, "runs", listing(sorted(w.run, key=run_number)))
+        v.put("waived", variant, "others_timer_range", f"{fixed(lo, 1)}--{fixed(hi, 1)}")
+        v.put("waived", variant, "timer_place", "below" if r.timer_us < lo else "above" if r.timer_us > hi else "within")
         by_run = cc[cc.key == r.key].sort_values("run", key=lambda runs: runs.map(run_number))
-        v.put("waived", r.variant, "ncu_by_run", ", ".join(fixed(x, 1) for x in by_run.ncu_us))
-        v.put("waived", r.variant, "runs_from", by_run.run.iloc[0])
-        v.put("waived", r.variant, "runs_to", by_run.run.iloc[-1])
-    # Our waived stages in the runs where they are not waived.
-    ours = waived[waived.impl == "triton"]
+        v.put("waived", variant, "ncu_by_run", ", ".join(fixed(x, 1) for x in by_run.ncu_us))
+        v.put("waived", variant, "runs_from", by_run.run.iloc[0])
+        v.put("waived", variant, "runs_to", by_run.run.iloc[-1])
+    # Our waived stages (runs without clocks) in the runs where they are not waived.
+    ours = old_waived[old_waived.impl == "triton"]
     elsewhere = cc[cc.variant.isin(ours.variant) & ~cc.set_index(["run", "variant"]).index.isin(
-        ours.set_index(["run", "variant"]).index)]
+        ours.set_index(["run", "variant"]).index) & cc.cycles_diff_pct.isna()]
     v.macro("CrossWaivedOursElsewhereRuns", elsewhere.run.nunique())
     v.macro("CrossWaivedOursElsewhereMaxPct", fixed(elsewhere.diff_pct.abs().max(), 1) if len(elsewhere) else "--")
     v.macro("CrossBoundPct", f"{cc.max_pct.iloc[0]:g}")

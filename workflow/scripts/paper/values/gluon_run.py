@@ -1,0 +1,68 @@
+"""The paper's numbers on the Gluon stages as the pipeline measured them (results/aggregate/per_n.csv, the runs that
+timed them: run-18 on): each stage's time over cuDNN's at each N of the sweep and dtype
+(\\val{gx}{<stage>@<N>}{<dtype>}, median over its runs of the within-run ratio), the fastest Gluon stage at each N
+(\\val{gbest}{<N>}{<dtype>}), the Gluon leader across lengths (gluon_leader.csv), the lengths where the issue's
+goal (at most GOAL_X times cuDNN's time) is met, each stage's change against the one before it at N = 1024 and the
+longest N (\\val{gstep}{<stage>@<N>}{<dtype>}, percent), and the runs."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.stages import GLUON_BASE, previous_stage, stage_of
+
+from pipeline.latex import Values, fixed, listing
+from pipeline.selection import GLUON_STAGES, run_number
+
+GOAL_X = 0.90       # issue 18's goal: the best stage at most 0.90x cuDNN's time at every N, in both dtypes
+DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+BASE = stage_of(GLUON_BASE)      # the Triton stage whose schedule the Gluon kernel takes (v13)
+
+
+def values(per_n: Path, gluon_leader: Path) -> Values:
+    v = Values("gluon_run")
+    p = pd.read_csv(per_n)
+    g = p[p.variant.isin(GLUON_STAGES)]
+    runs = sorted(set(g.run), key=run_number)
+    v.macro("GluonRuns", listing(runs))
+    v.macro("GluonRunCount", len(runs))
+    ratio = g.groupby(["variant", "dtype", "N"]).x_cudnn.median()
+    for (st, dt, n), x in ratio.items():
+        v.put("gx", f"{st}@{n}", DTYPES[dt], fixed(x, 2))
+    # the Triton stage whose schedule the first Gluon stage takes, in the same runs (the language change alone)
+    base = p[(p.variant == BASE) & p.run.isin(runs)].groupby(["dtype", "N"]).x_cudnn.median()
+    for (dt, n), x in base.items():
+        v.put("gx", f"{BASE}@{n}", DTYPES[dt], fixed(x, 2))
+    met, missed = {}, {}
+    for (dt, n), r in ratio.groupby(level=["dtype", "N"]):
+        best = r.droplevel(["dtype", "N"])
+        v.put("gbest", n, DTYPES[dt], f"{best.idxmin()} ({fixed(best.min(), 2)}$\\times$)")
+        (met if best.min() <= GOAL_X else missed).setdefault(DTYPES[dt], []).append(str(n))
+    for dt in DTYPES.values():
+        v.put("ggoal", dt, "met", listing(met.get(dt, [])) if met.get(dt) else "none")
+        v.put("ggoal", dt, "missed", listing(missed.get(dt, [])) if missed.get(dt) else "none")
+    v.macro("GluonGoalX", fixed(GOAL_X, 2))
+    lead = pd.read_csv(gluon_leader)
+    v.macro("GluonLead", str(lead.stage.iloc[0]))
+    v.macro("GluonLeadGeomeanX", fixed(lead.geomean_x_cudnn.iloc[0], 2))
+    t = g.groupby(["variant", "dtype", "N"]).time_us.median()
+    for st in GLUON_STAGES[1:]:
+        prev = previous_stage(st)
+        for dt in DTYPES:
+            for n in (1024, int(p.N.max())):
+                if (st, dt, n) in t and (prev, dt, n) in t:
+                    v.put("gstep", f"{st}@{n}", DTYPES[dt], f"{100 * (t[st, dt, n] / t[prev, dt, n] - 1):+.1f}")
+    top = int(p.N.max())
+    v.macro("GluonMaxN", top)
+    for st in GLUON_STAGES:
+        if (st, "float16", top) in t:
+            v.put("gus", f"{st}@{top}", "fp16", fixed(t[st, "float16", top], 0))
+    cud = p[(p.variant == "torch-cudnn") & p.run.isin(runs) & (p.dtype == "float16") & (p.N == top)]
+    v.macro("GluonCudnnMaxNUs", fixed(cud.time_us.median(), 0))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821

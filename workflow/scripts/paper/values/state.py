@@ -1,0 +1,65 @@
+"""The paper's numbers on the GPU's state while the kernels ran (the runs whose timed rows carry it, run-18 on:
+pipeline/gpu_state.py), in the N sweep at the headline layout in float16: per N and entry, the median over repeats
+of the SM clock NVML read over the samples, the mean power, the energy per call (the flushes' taken off), the useful
+TFLOP/s and TFLOP/s per watt, and how many repeats saw the power cap (\\val{state}{<entry>@<N>}{<column>}); the run,
+its repeats and samples per entry (\\StateRun, \\StateRepeats, \\StateMinSamples); and the throttle reasons seen."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.shapes import attention_flops
+
+from pipeline.latex import Values, fixed, listing
+from pipeline.selection import HEADLINE, run_number, where
+
+# The entries whose state the text quotes: the leading Triton stage, the Gluon stages, the PyTorch backends.
+ENTRIES = ("v13", "v19", "v20", "v21", "v22", "torch-cudnn", "torch-flash")
+
+
+def values(per_run: Path, timings: Path) -> Values:
+    v = Values("state")
+    pr = pd.read_csv(per_run)
+    layout = {k: x for k, x in HEADLINE.items() if k != "N"}
+    sw = pr[pr.set.fillna("").str.contains("n_sweep") & where(pr, **layout) & pr.sm_mhz.notna()
+            & (pr.impl.ne("triton") | pr.own_tile)]
+    runs = sorted(set(sw.run), key=run_number)
+    if len(runs) != 1:
+        raise ValueError(f"the GPU-state paragraph describes one run with the state recorded; found {runs}")
+    run = runs[0]
+    v.macro("StateRun", run)
+    t = pd.read_csv(timings)
+    t = t[(t.run == run) & t.set.fillna("").str.contains("n_sweep") & (t.status == "ok")]
+    v.macro("StateRepeats", int(t.groupby("key").size().min()))
+    v.macro("StateMinSamples", int(t.n_samples.min()))
+    v.macro("StateLongMinSamples", int(t[t.N == t.N.max()].n_samples.min()))
+    reasons = sorted({str(x) for x in t.throttle.dropna()})
+    v.macro("StateThrottleSeen", listing([f"\\texttt{{{r}}}" for r in reasons]))
+    long = t[t.N == t.N.max()]
+    v.macro("StateLongCappedPct", fixed(100 * long.power_capped.astype(str).eq("True").mean()))
+    v.macro("StateLongMhzMin", f"{long.sm_mhz.min():.0f}")
+    v.macro("StateLongMhzMax", f"{long.sm_mhz.max():.0f}")
+    v.macro("StateLongPowerMin", f"{long.power_w.min():.0f}")
+    v.macro("StateLongPowerMax", f"{long.power_w.max():.0f}")
+    # how far one entry's repeats differ in NVML's mean power at the longest N (the most of max/min over entries)
+    per_key = long.groupby("key").power_w
+    v.macro("StateLongPowerRepeatX", fixed((per_key.max() / per_key.min()).max(), 1))
+    v.macro("StateMaxSamples", int(t.n_samples.max()))
+    v.macro("StateShortMhz", f"{t[t.N == t.N.min()].sm_mhz.median():.0f}")
+    for r in sw[sw.variant.isin(ENTRIES)].itertuples():
+        row = f"{r.variant.replace('torch-', '')}@{int(r.N)}"
+        tflops = attention_flops(r.B, r.H, r.N, r.D, r.causal) / (r.time_us * 1e-6) / 1e12
+        v.put("state", row, "us", fixed(r.time_us, 1 if r.time_us < 1000 else 0))
+        v.put("state", row, "mhz", f"{r.sm_mhz:.0f}")
+        v.put("state", row, "watts", f"{r.power_w:.0f}")
+        v.put("state", row, "mj", fixed(r.energy_mj / 1, 2 if r.energy_mj < 10 else 1))
+        v.put("state", row, "tflops", fixed(tflops))
+        v.put("state", row, "per_watt", fixed(r.tflops_per_watt, 2))
+        v.put("state", row, "capped", f"{int(r.capped_repeats)}/{int(r.repeats)}")
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
