@@ -31,7 +31,8 @@ def values(per_run: Path, timings: Path) -> Values:
     v.macro("StateRun", run)
     t = pd.read_csv(timings)
     t = t[(t.run == run) & t.set.fillna("").str.contains("n_sweep") & (t.status == "ok")]
-    v.macro("StateRepeats", int(t.groupby("key").size().min()))
+    reps = t.groupby("key").size()
+    v.macro("StateRepeats", f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()}--{reps.max()}")
     v.macro("StateMinSamples", int(t.n_samples.min()))
     v.macro("StateLongMinSamples", int(t[t.N == t.N.max()].n_samples.min()))
     reasons = sorted({str(x) for x in t.throttle.dropna()})
