@@ -17,6 +17,12 @@ matplotlib.use("Agg")
 TORCH_COLORS = {"torch-flash": "0.55", "torch-default": "0.3", "torch-cudnn": "black"}
 LAST_COLOR = "#ff7f0e"
 PALETTE = {"ours / torch-flash": "#1f77b4", "ours / torch-default": "#9ecae1", "article / its torch": "#d62728"}
+# Lines that must be told apart (the article's eight stages): a qualitative palette, tab10 without the orange of our
+# leading stage and the grey of the PyTorch backends; and a marker each, for print in grey.
+QUALITATIVE = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+# A bar of a single run, hatched so that it stands apart from the medians over several runs.
+ONE_RUN_HATCH = "////"
 
 
 def start(smk) -> SimpleNamespace:
@@ -38,9 +44,43 @@ def headline_stages(pr: pd.DataFrame) -> pd.DataFrame:
     return pr[pr.headline & pr.paper_row & (pr.article_stage | pr.torch)]
 
 
+def over_cudnn(rows: pd.DataFrame, by=("N",)) -> pd.DataFrame:
+    """Each row's time over cuDNN's (torch-cudnn) in the same run and at the same `by` (column x_cudnn); rows of a
+    run without cuDNN at that point are dropped. Raises where a run holds two cuDNN rows at one point."""
+    keys = ["run", *by]
+    ref = rows[rows.variant == "torch-cudnn"]
+    if ref.duplicated(keys).any():
+        raise ValueError(f"two torch-cudnn rows for one {keys}: {ref[ref.duplicated(keys)][keys].values.tolist()}")
+    ref = ref.set_index(keys).time_us.rename("cudnn_us")
+    out = rows.join(ref, on=keys, how="inner")
+    return out.assign(x_cudnn=out.time_us / out.cudnn_us)
+
+
+def run_band(rows: pd.DataFrame, value: str, by) -> pd.DataFrame:
+    """The median of `value` over runs for each `by`, with the lowest and highest run (lo, hi) and the number of
+    runs (runs)."""
+    g = rows.groupby(list(by))[value]
+    return pd.DataFrame({"median": g.median(), "lo": g.min(), "hi": g.max(), "runs": g.size()}).reset_index()
+
+
+def legend_outside(fig) -> None:
+    """Raises where a legend overlaps the plotting area of any axes of `fig`: a legend goes beside the panels, never
+    over data (called by save)."""
+    fig.canvas.draw()
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    legends = [lg for lg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if lg is not None]
+    for lg in legends:
+        box = lg.get_window_extent()
+        for ax in axes:
+            if box.overlaps(ax.get_window_extent()):
+                raise ValueError(f"a legend ({[t.get_text() for t in lg.get_texts()][:3]}...) lies over the axes "
+                                 f"{ax.get_title()!r}: put it beside the panels")
+
+
 def save(fig, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(out.with_suffix(".pdf"))
-    fig.savefig(out.with_suffix(".png"), dpi=150)
+    legend_outside(fig)
+    fig.savefig(out.with_suffix(".pdf"), bbox_inches="tight")
+    fig.savefig(out.with_suffix(".png"), dpi=150, bbox_inches="tight")
     plt.close(fig)

@@ -4,7 +4,7 @@ FIGURES = {
     "stage_times": dict(per_run=f"{AGG}/per_run.csv", article_timings="data/article/timings.csv"),
     "stage_waterfall": dict(per_run=f"{AGG}/per_run.csv", article_timings="data/article/timings.csv"),
     "ncu_panels": dict(ncu=f"{AGG}/ncu.csv", article_ncu="data/article/ncu.csv"),
-    "n_sweep": dict(per_run=f"{AGG}/per_run.csv", ceilings=f"{AGG}/ceilings.csv", leader=f"{AGG}/leader.csv"),
+    "n_sweep": dict(per_run=f"{AGG}/per_run.csv", leader=f"{AGG}/leader.csv"),
     "qwen3": dict(per_run=f"{AGG}/per_run.csv", leader=f"{AGG}/leader.csv"),
     "tile_heatmap": dict(per_run=f"{AGG}/per_run.csv"),
     "ablation": dict(per_run=f"{AGG}/per_run.csv"),

@@ -203,21 +203,20 @@ def crosscheck_table(crosscheck: Path, timer_check: Path, out: Path) -> None:
 
 
 def launch_cost_table(launch_cost: Path, out: Path) -> None:
-    """Host time per call, the best of each run's repeats (headed by the run and its commit) and the median of all
-    repeats; then the event-timed call and the kernel time (median over runs)."""
+    """Host time per call, one row per run (the best of its repeats, the run's commit beside it) and the median of
+    all repeats; then the event-timed call and the kernel time (median over runs): one column per entry, so that
+    the table grows down with the runs, not across."""
     lc = pd.read_csv(launch_cost)
     runs = lc.drop_duplicates("run")[["run", "commit"]]
     order = list(dict.fromkeys(lc.entry))
-    best = lc.pivot(index="entry", columns="run", values="host_min_us").loc[order]
+    best = lc.pivot(index="run", columns="entry", values="host_min_us")[order]
     med = lc.groupby("entry")[["host_us", "call_us", "time_us"]].median().loc[order]
-    df = pd.DataFrame({"entry": [tex_escape(e) for e in order]})
-    for r in runs.itertuples():
-        df[rf"host best, {tex_escape(r.run)} ({r.commit[:7]})"] = [fmt(x, 1) for x in best[r.run]]
-    df[r"host median"] = [fmt(x, 1) for x in med.host_us]
-    df[r"call (events)"] = [fmt(x, 1) for x in med.call_us]
-    df[r"kernel"] = [fmt(x, 1) for x in med.time_us]
-    df[r"call $-$ kernel"] = [fmt(x, 1) for x in med.call_us - med.time_us]
-    latex(df, out, "l" + "r" * (len(df.columns) - 1))
+    rows = [{"": f"host best, {tex_escape(r.run)}", "commit": r.commit[:7],
+             **{tex_escape(e): fmt(best.loc[r.run, e], 1) for e in order}} for r in runs.itertuples()]
+    for label, values in (("host median", med.host_us), ("call (events)", med.call_us), ("kernel", med.time_us),
+                          (r"call $-$ kernel", med.call_us - med.time_us)):
+        rows.append({"": label, "commit": "", **{tex_escape(e): fmt(x, 1) for e, x in values.items()}})
+    latex(pd.DataFrame(rows), out, "ll" + "r" * len(order))
 
 
 def step_times_table(step_times: Path, out: Path) -> None:

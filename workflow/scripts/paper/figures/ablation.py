@@ -41,6 +41,9 @@ for v, label in last.items():
         rows += [dict(panel=f"from {L}", change=x, label=label) for x in (100 * (t_own[v] / t_own[L] - 1)).dropna()]
 df = pd.DataFrame(rows)
 panels = [p for p in (f"from {F}", f"from {B}", f"from {L}") if p in set(df.panel)]
+TITLES = {f"from {F}": f"from {F}, the article's last stage (its tile):\na switch removed or an extension added",
+          f"from {B}": f"from {B}, the baseline (the article's tile):\na switch added",
+          f"from {L}": f"from {L}, our last stage (own tiles):\na switch removed or an extension added"}
 fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6))
 for ax, panel in zip(axes, panels):
     d = df[df.panel == panel]
@@ -48,5 +51,6 @@ for ax, panel in zip(axes, panels):
     sns.barplot(d, y="label", x="change", order=order, estimator="median", errorbar=("pi", 100), ax=ax,
                 color="#1f77b4", capsize=0.2, err_kws={"linewidth": 1})
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set(ylabel="", xlabel=f"time change {panel}, %")
+    ax.set(ylabel="", xlabel=f"time change {panel}, %", title=TITLES[panel])
+    ax.title.set_fontsize(9)
 c.save(fig, a.out)

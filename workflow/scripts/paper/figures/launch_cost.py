@@ -16,5 +16,5 @@ sns.stripplot(data=t, x="variant", y="host_us", hue="run", order=order, dodge=Tr
 ax.set(xlabel="", ylabel="host time per call (µs)", ylim=(0, None),
        title="Host time of a second call, every repeat (two jobs share the host in these runs)")
 ax.tick_params(axis="x", labelrotation=25)
-ax.legend(fontsize=7, title=None)
+ax.legend(fontsize=7, title=None, loc="upper left", bbox_to_anchor=(1.01, 1), ncol=1)
 c.save(fig, a.out)

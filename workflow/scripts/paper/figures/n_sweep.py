@@ -1,12 +1,12 @@
-"""Throughput against sequence length (useful FLOPs, kernels.shapes.attention_flops, over the median time),
-each of the article's stages, our leading stage (the fastest of ours across the N sweep, workflow/scripts/aggregate/ours.py; at its own tile) and each PyTorch backend, with the measured dense
-float16 matrix-product rate as the roof."""
+"""Time over cuDNN's time (torch-cudnn) in the same run against sequence length, at the headline layout in float16:
+each of the article's stages (at its tile), our leading stage (the fastest of ours across the N sweep,
+workflow/scripts/aggregate/ours.py; at its own tile) and the other PyTorch backends; the ratio on a linear axis
+(1: cuDNN's time, above it slower), N on a doubling axis. Lines: the median over runs of the per-run ratios; bands:
+lowest to highest run."""
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 
 from pipeline import plotting as c
-from kernels.shapes import attention_flops
 
 from pipeline.selection import HEADLINE, STAGES, TORCH, where
 
@@ -15,27 +15,22 @@ LEAD = c.leader(a.input.leader)
 pr = pd.read_csv(a.input.per_run)
 sweep = pr[pr.set.str.contains("n_sweep") & where(pr, **{k: v for k, v in HEADLINE.items() if k != "N"})]
 sweep = sweep[sweep.torch | (sweep.article_stage & sweep.article_tile) | ((sweep.variant == LEAD) & sweep.own_tile)]
-SHOWN = STAGES + [LEAD]
-sweep = sweep.assign(tflops=attention_flops(sweep.B, sweep.H, sweep.N, sweep.D, sweep.causal)
-                     / (sweep.time_us * 1e-6) / 1e12)
-med = sweep.groupby(["variant", "N"]).tflops.median().reset_index()
-fig, ax = plt.subplots(figsize=(7, 3.8))
-palette = dict(zip(STAGES, sns.color_palette("crest", len(STAGES))))
-palette[LEAD] = c.LAST_COLOR
-palette.update(c.TORCH_COLORS)
-dashes = {**{s: "" for s in SHOWN}, **{t: (4, 2) for t in TORCH}}
-shown = [v for v in SHOWN + TORCH if v in set(med.variant)]
-sns.lineplot(med, x="N", y="tflops", hue="variant", style="variant", palette=palette, dashes=dashes, marker="o",
-             ax=ax, hue_order=shown, style_order=shown, linewidth=1.0)
-ceil = pd.read_csv(a.input.ceilings)
-if not ceil.empty:
-    peak = ceil[(ceil.quantity == "matmul_tflops") & (ceil.dtype == "float16")].value.median()
-    ax.axhline(peak, color="black", linestyle="--", linewidth=0.8)
-    ax.text(sweep.N.min(), peak * 1.08, f"dense fp16 matmul, measured: {peak:.0f} TFLOP/s", fontsize=7,
-            ha="left", va="bottom")
-    ax.set_ylim(top=peak * 1.6)
-ax.set(xscale="log", yscale="log", xlabel="sequence length N (B=2, H=16, H_kv=8, D=128, causal)",
-       ylabel="TFLOP/s")
+band = c.run_band(c.over_cudnn(sweep), "x_cudnn", ["variant", "N"])
+style = {s: dict(color=col, marker=m, linestyle="-") for s, col, m in zip(STAGES, c.QUALITATIVE, c.MARKERS)}
+style[LEAD] = dict(color=c.LAST_COLOR, marker="o", linestyle="-", linewidth=2.0)
+style.update({t: dict(color=c.TORCH_COLORS[t], marker="o", linestyle=(0, (4, 2))) for t in TORCH})
+shown = [v for v in STAGES + [LEAD] + TORCH if v in set(band.variant) and v != "torch-cudnn"]
+fig, ax = plt.subplots(figsize=(7, 4.2))
+for v in shown:
+    d = band[band.variant == v].sort_values("N")
+    kw = dict(linewidth=1.2, markersize=4) | style[v]
+    ax.fill_between(d.N, d.lo, d.hi, color=kw["color"], alpha=0.2, linewidth=0)
+    ax.plot(d.N, d["median"], label=v, **kw)
+ax.axhline(1.0, color=c.TORCH_COLORS["torch-cudnn"], linestyle="--", linewidth=0.9, label="torch-cudnn (1)")
+ax.set_xscale("log", base=2)
 ax.set_xticks(sorted(sweep.N.unique()), [str(n) for n in sorted(sweep.N.unique())])
+ax.xaxis.set_minor_locator(plt.NullLocator())
+ax.set_ylim(bottom=0)
+ax.set(xlabel="sequence length N (B=2, H=16, H_kv=8, D=128, causal)", ylabel="time / cuDNN's time (same run)")
 ax.legend(fontsize=7, title=None, bbox_to_anchor=(1.01, 1), loc="upper left")
 c.save(fig, a.out)
