@@ -1,7 +1,7 @@
 """Each prediction of data/predictions/stages.csv beside its measurement: results/aggregate/predictions.csv.
 
 A prediction names a stage, what it is compared to (the stage before it, another stage, or torch-cudnn), a quantity
-(`time`, `time_ratio`: the kernel timer's median; or a Nsight Compute metric such as smsp__inst_executed.sum), where
+(`time`, `time_ratio`: the kernel timer's median of the kernels alone, selection.RATIO_TIME; or a Nsight Compute metric such as smsp__inst_executed.sum), where
 (N, dtype, at the headline layout) and a range in percent. The measured change is computed per run, from runs that
 hold both ends (each Triton stage at its own tile), as 100 * (stage / compared_to - 1); its median over those runs is
 set against the range:
@@ -25,11 +25,12 @@ COLUMNS = ["stage", "switch", "compared_to", "quantity", "N", "dtype", "low_pct"
 
 
 def _times(pr: pd.DataFrame, N: int, dtype: str) -> pd.DataFrame:
-    """run x variant -> kernel time at the headline layout with this N and dtype, each stage at its own tile."""
+    """run x variant -> kernel time (selection.RATIO_TIME: the kernels alone, as every ratio to cuDNN takes it) at
+    the headline layout with this N and dtype, each stage at its own tile."""
     at = {**selection.HEADLINE, "N": int(N), "dtype": dtype}
     rows = pr[selection.where(pr, **at)]
     rows = rows[rows.own_tile | rows.torch]
-    return rows.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+    return rows.pivot_table(index="run", columns="variant", values=selection.RATIO_TIME, aggfunc="median")
 
 
 def _ncu(ncu: pd.DataFrame, metric: str) -> pd.DataFrame:

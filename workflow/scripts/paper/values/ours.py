@@ -15,7 +15,7 @@ import pandas as pd
 from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, previous_stage, stage_adding
 
 from pipeline.latex import Values, count_word, fixed, listing, signed
-from pipeline.selection import OUR_STAGES, resolve_variant, switches_label, variant_name
+from pipeline.selection import OUR_STAGES, RATIO_TIME, RATIO_TIME_WORDS, resolve_variant, switches_label, variant_name
 
 QUANTITY_WORDS = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
 QUANTITY_KEYS = {"time": "time", "time_ratio": "ratio", "smsp__inst_executed.sum": "instr"}
@@ -45,14 +45,16 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     v.macro("LastGeomeanX", fixed(lead_table.set_index("stage").geomean_x_cudnn[LAST], 2))
     lead = p[p.variant == LEAD]
     best = pd.read_csv(best_per_n)
-    floor = best.twin_pct.max()            # how far two timings of the same cuDNN kernel differ within a run, at most
-    v.macro("TwinFloorPct", fixed(floor, 1))
+    # how far two timings of the same cuDNN kernel differ within a run: at most over every N, and each N's own band
+    v.macro("TwinFloorPct", fixed(best.twin_pct.max(), 1))
+    v.macro("TwinBandMinPct", fixed(best.twin_pct.min(), 1))
+    v.macro("RatioTime", RATIO_TIME_WORDS)
     x = lead.groupby(["dtype", "N"]).x_cudnn.median()
     for dt in ("float16", "bfloat16"):
         xd = x.loc[dt]
-        v.put("lead", dt, "faster", listing([str(n) for n, r in xd.items() if r < 1 - floor / 100]))
-        v.put("lead", dt, "level", listing([str(n) for n, r in xd.items() if abs(r - 1) <= floor / 100]))
-        v.put("lead", dt, "behind", listing([str(n) for n, r in xd.items() if r > 1 + floor / 100]))
+        bd = best[best.dtype == dt].set_index("N")
+        for word in ("faster", "level", "behind"):       # each N by its own twin band (best_per_n.csv)
+            v.put("lead", dt, word, listing([str(n) for n in xd.index if bd.leader_standing.get(n) == word]))
         v.put("lead", dt, "best_x", fixed(xd.min(), 2))
         v.put("lead", dt, "worst_x", fixed(xd.max(), 2))
         v.put("lead", dt, "worst_n", int(xd.idxmax()))
@@ -71,7 +73,7 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     v.macro("MaxNSpreadPct", fixed(100 * (spread.max() / spread.min() - 1).dropna().max()))
     qw = pr[pr.set.fillna("").str.contains("qwen3") & (pr.dtype == "float16")]
     qw = qw[(qw.variant == LEAD) & qw.own_tile | (qw.variant == "torch-cudnn")]
-    qt = qw.pivot_table(index=["run", "N", "H"], columns="variant", values="time_us", aggfunc="median").dropna()
+    qt = qw.pivot_table(index=["run", "N", "H"], columns="variant", values=RATIO_TIME, aggfunc="median").dropna()
     qpct = (100 * qt[LEAD] / qt["torch-cudnn"]).groupby(["N", "H"]).median()
     for n, g in qpct.groupby(level="N"):
         v.put("qwen", n, "range", f"{fixed(g.min())}--{fixed(g.max())}")
