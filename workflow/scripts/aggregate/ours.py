@@ -86,7 +86,7 @@ def twin_pct(same: pd.DataFrame) -> float:
 def standing(x: float, band_pct: float) -> str:
     """Our time over cuDNN's, x, against the twin band of its own N and dtype: 'level' within band_pct of 1,
     'faster' below it, 'behind' above it."""
-    if abs(x - 1) <= band_pct / 100:
+    if abs(x - 1) <= band_pct / 100 + 1e-12:        # on the band's edge (up to float rounding): level
         return "level"
     return "faster" if x < 1 else "behind"
 

@@ -60,6 +60,17 @@ def values(claims: Path, slips: Path, claim_rules: Path, per_run: Path, article_
     v.macro("NegligiblePct", f"{rules['negligible_pct']:g}")
     v.macro("RatioSlackPct", f"{rules['ratio_slack_pct']:g}")
     v.macro("FactorBound", f"{rules['factor']:g}")
+    # The components whose verdict a range rule would give otherwise: a change the article calls none that has moved
+    # by the sign test while within the range over runs (that rule passed it); one of the article's sign, moved, short
+    # of the factor and within the range (that rule did not make it partly); one of its sign beyond the range but not
+    # moved (that rule made it partly). claims.py keeps no such rule.
+    neg = c.article.abs() < rules["negligible_pct"]
+    change = c.rule.isin(["change", "change_points"]) & c.verdict.isin(["holds", "partly", "does not hold"])
+    same = (c.ours * c.article > 0)
+    flips = c[change & ((c.moved & (c.ours.abs() <= c.noise) & (neg | (c.verdict == "partly")))
+                        | (~c.moved & ~neg & same & (c.ours.abs() > c.noise) & (c.verdict == "does not hold")))]
+    v.macro("RangeRuleFlips", listing([f"{r.claim}'s {r.component}" + (f" at $N={r.N}$" if r.N != HEADLINE["N"] else "")
+                                       + f" (now {r.verdict})" for r in flips.itertuples()], none="no component"))
     v.macro("SignAlpha", f"{rules['alpha']:g}")
     v.macro("SignMinRuns", f"{rules['sign_test_min_runs']:g}")
     return v

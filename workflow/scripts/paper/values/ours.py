@@ -49,6 +49,16 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     v.macro("TwinFloorPct", fixed(best.twin_pct.max(), 1))
     v.macro("TwinBandMinPct", fixed(best.twin_pct.min(), 1))
     v.macro("RatioTime", RATIO_TIME_WORDS)
+    # What cuDNN's memset (in time_us, not in the kernels alone) does to the ratio: cuDNN's memset per call, and our
+    # leading stage's ratio to cuDNN at the shortest N in float16 with the memset counted and without (RATIO_TIME)
+    cud_all = p[p.variant == "torch-cudnn"]
+    v.macro("CudnnMemsetUs", fixed((cud_all.time_us - cud_all[RATIO_TIME]).median(), 1))
+    short = lead[(lead.dtype == "float16") & (lead.N == lead.N.min())].set_index("run")
+    with_memset = short.time_us / cud_all[(cud_all.dtype == "float16") & (cud_all.N == lead.N.min())].set_index(
+        "run").time_us.reindex(short.index)
+    v.macro("MemsetN", int(lead.N.min()))
+    v.macro("MemsetLeadXWith", fixed(with_memset.median(), 2))
+    v.macro("MemsetLeadXWithout", fixed(short.x_cudnn.median(), 2))
     x = lead.groupby(["dtype", "N"]).x_cudnn.median()
     for dt in ("float16", "bfloat16"):
         xd = x.loc[dt]
