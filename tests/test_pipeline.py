@@ -387,7 +387,8 @@ def test_verdicts_follow_the_data(built, tmp_path):
     at = pr.headline & pr.article_tile
     for run in pr.run.unique():
         here = at & (pr.run == run)
-        pr.loc[here & (pr.variant == "v3"), "time_us"] = 0.95 * pr.loc[here & (pr.variant == "v2"), "time_us"].iloc[0]
+        for col in ("time_us", "kernels_us"):                # v3's call is one kernel: both times move together
+            pr.loc[here & (pr.variant == "v3"), col] = 0.95 * pr.loc[here & (pr.variant == "v2"), col].iloc[0]
     pr.to_csv(copy / "per_run.csv", index=False)
     after = verdicts(copy)
     assert set(after[after.claim == "C3"].claim_verdict) == {"holds"}

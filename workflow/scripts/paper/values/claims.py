@@ -21,7 +21,6 @@ def values(claims: Path, slips: Path, claim_rules: Path, per_run: Path, article_
         v.put("component", r.id, "verdict", r.verdict)
         if r.rule in ("change", "change_points"):          # the paired statistic: runs on each side, the sign test
             v.put("component", r.id, "runs", int(r.runs))
-            v.put("component", r.id, "above", int(r.runs_above))
             v.put("component", r.id, "below", int(r.runs_below))
             v.put("component", r.id, "signp", f"{r.sign_p:.2g}")
         if not pd.isna(r.article_printed):
