@@ -401,6 +401,21 @@ def test_verdicts_follow_the_data(built, tmp_path):
     assert "\\ClaimsHold" in abstract and "\\ClaimsPartly" in abstract and "\\ClaimsNotHold" in abstract
 
 
+def test_c1_time_where_the_premise_holds_moves_in_every_run(built):
+    """On the committed runs v1 beats v0 at N=16384 in every run, by less than the range over runs: the sign test
+    finds it moved, so the article's "time does not move" does not hold there; the paper's list of the verdicts a
+    range rule would have given otherwise names it, and C1 keeps its verdict from its other components."""
+    c = pd.read_csv(AGG / "claims.csv").set_index("id")
+    r = c.loc["c1-time-n16384"]
+    assert r.runs >= claims.SIGN_TEST_MIN_RUNS and r.runs_below == r.runs and r.runs_above == 0
+    assert r.noise > abs(r.ours) and bool(r.moved) and r.verdict == "does not hold"
+    assert r.sign_p == pytest.approx(2 / 2 ** r.runs)
+    said = step("paper/values/claims").values(AGG / "claims.csv", AGG / "slips.csv", AGG / "claim_rules.csv",
+                                              AGG / "per_run.csv", ARTICLE / "timings.csv").macros
+    assert "C1's time, v0 to v1 at $N=16384$ (now does not hold)" in said["RangeRuleFlips"]
+    assert c.loc["c1-time"].verdict == "holds" and c.loc["c1-time", "claim_verdict"] == "partly"
+
+
 @pytest.mark.parametrize("override, message", [
     ({"plan": {"tiles": {"variants": ["v7", "v9x"]}}}, "unknown variant 'v9x'"),
     ({"plan": {"qwen3": {"bad": {"H": 10, "H_kv": 4, "D": 128}}}}, "H=10 is not a multiple of H_kv=4"),

@@ -102,6 +102,11 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
                                       f"{versus.get(r.compared_to, f' against {r.compared_to}')} at $N={r.N}$ "
                                       f"({r.measured_pct:+.1f}\\% for {r.low_pct:+g}..{r.high_pct:+g})"
                                       for r in judged.itertuples() if r.verdict == "worse"]))
+    turned = judged[(judged.quantity == "time_ratio") & (judged.verdict_time_us.fillna("") != "")
+                    & (judged.verdict_time_us != judged.verdict)]    # verdicts the kernels alone give otherwise
+    v.macro("PredMemsetTurned", listing([f"{r.stage}'s at $N={r.N}$ ({r.verdict}; with the memset {r.verdict_time_us})"
+                                         for r in turned.itertuples()], none="none"))
+    v.macro("PredMemsetTurnedCount", count_word(len(turned)))
     for r in judged.itertuples():
         against = "cudnn" if r.compared_to == "torch-cudnn" else r.compared_to
         row = "@".join([r.stage, against, QUANTITY_KEYS.get(r.quantity, "instr"), str(r.N)]
