@@ -15,7 +15,10 @@ predictions = step("aggregate/predictions")
 H = selection.HEADLINE
 
 
-def row(run, variant, us, N=H["N"], dtype=H["dtype"], impl="triton", tile=None, sets="headline,n_sweep"):
+def row(run, variant, us, N=H["N"], dtype=H["dtype"], impl="triton", tile=None, sets="headline,n_sweep",
+        extra_us=0.0):
+    """A per_run row; extra_us: GPU work of the call besides its kernels (cuDNN's memset), in time_us and not in
+    kernels_us."""
     if impl == "triton":
         sw = STAGES[variant].switches if variant in STAGES else selection.resolve_variant(variant)
         t = tile or default_tile(sw, H["D"], N)
@@ -23,7 +26,8 @@ def row(run, variant, us, N=H["N"], dtype=H["dtype"], impl="triton", tile=None, 
                          switches=switches_label(sw))
     else:
         tile_cols = dict(block_m=None, block_n=None, num_warps=None, num_stages=None, switches=None)
-    return dict(run=run, key=f"{impl}|{variant}|{N}|{dtype}", impl=impl, variant=variant, time_us=us, set=sets,
+    return dict(run=run, key=f"{impl}|{variant}|{N}|{dtype}", impl=impl, variant=variant, time_us=us + extra_us,
+                kernels_us=us, set=sets,
                 **{**H, "N": N, "dtype": dtype}, **tile_cols)
 
 
@@ -88,6 +92,48 @@ def test_ratios_to_cudnn_are_taken_within_a_run():
     assert last.loc["r1", "pct_roof"] == pytest.approx(100 * last.loc["r1", "tflops"] / 600.0)
     s = ours.ours_stages(with_roles(rows)).set_index("run")
     assert s.loc["r1", "pct_cudnn"] == pytest.approx(90.0) and s.loc["r2", "pct_flash"] == pytest.approx(55.0)
+
+
+def test_ratios_to_cudnn_leave_out_its_memset():
+    """Every ratio to cuDNN takes the kernels alone (selection.RATIO_TIME), at both ends: a memset that cuDNN's call
+    launches moves no ratio, and the microseconds shown stay all of the call's GPU work."""
+    assert selection.RATIO_TIME == "kernels_us"
+    rows = []
+    for run in ("r1", "r2"):
+        rows += [row(run, LAST, 99.0), row(run, "torch-cudnn", 100.0, impl="torch-cudnn", extra_us=7.0),
+                 row(run, "torch-default", 101.5, impl="torch-default", extra_us=5.5),
+                 row(run, "torch-flash", 110.0, impl="torch-flash")]
+    ceil = pd.DataFrame([dict(run=r, quantity="matmul_tflops", dtype="float16", value=600.0) for r in ("r1", "r2")])
+    pr = with_roles(rows)
+    p = ours.per_n(pr, ceil)
+    assert p[p.variant == LAST].x_cudnn.tolist() == pytest.approx([0.99, 0.99])      # not 99 / 107
+    assert p[p.variant == "torch-cudnn"].time_us.tolist() == pytest.approx([107.0, 107.0])
+    s = ours.ours_stages(pr)
+    assert s.pct_cudnn.tolist() == pytest.approx([99.0, 99.0]) and s.pct_flash.tolist() == pytest.approx([90.0, 90.0])
+    best = ours.best_per_n(p, LAST, LAST)
+    # the twins' kernels differ by 1.5% (with the memsets, not at all): 0.99 is level
+    assert best.twin_pct.tolist() == pytest.approx([1.5]) and best.leader_standing.tolist() == ["level"]
+    judged = predictions.evaluate(pd.DataFrame([dict(
+        stage=LAST, switch="", compared_to="torch-cudnn", quantity="time_ratio", N=H["N"], dtype=H["dtype"],
+        low_pct=-2, high_pct=0, basis="", reason="")]), pr, pd.DataFrame(columns=["run", "variant", "metric"]))
+    assert judged.measured_pct.iloc[0] == pytest.approx(-1.0) and judged.verdict.iloc[0] == "holds"
+    assert judged.verdict_time_us.iloc[0] == "better"          # 99 / 107: what counting the memset would say
+
+
+def test_the_level_band_at_n_is_that_n_s_twins_alone():
+    """The twins (SDPA's default and SDPA forced to cuDNN, the same kernel) differ by 6.5% at N=16384 and by 1% at
+    N=512: a ratio of 1.04 is level at 16384 and behind at 512; 0.97 is faster at 512. No other N's twins enter."""
+    rows = []
+    for run, (t512, t16k) in {"r1": (1.0, 6.5), "r2": (0.5, 2.0)}.items():
+        for N, twin, x in ((512, t512, 1.04), (16384, t16k, 1.04), (1024, 0.2, 0.97)):
+            rows += [row(run, LAST, 100.0 * x, N=N), row(run, "torch-cudnn", 100.0, N=N, impl="torch-cudnn"),
+                     row(run, "torch-default", 100.0 * (1 + twin / 100), N=N, impl="torch-default")]
+    ceil = pd.DataFrame([dict(run=r, quantity="matmul_tflops", dtype="float16", value=600.0) for r in ("r1", "r2")])
+    best = ours.best_per_n(ours.per_n(with_roles(rows), ceil), LAST, LAST).set_index("N")
+    assert best.twin_pct.to_dict() == pytest.approx({512: 1.0, 1024: 0.2, 16384: 6.5})
+    assert best.leader_standing.to_dict() == {512: "behind", 1024: "faster", 16384: "level"}
+    assert ours.standing(1.04, 6.5) == "level" and ours.standing(1.04, 1.0) == "behind"
+    assert ours.standing(0.96, 1.0) == "faster" and ours.standing(0.99, 1.0) == "level"
 
 
 def test_a_run_without_our_stages_has_no_leader_and_no_error():

@@ -19,7 +19,8 @@ Writes:
   empty for runs timed before it was recorded): the medians over repeats of the SM clock, the power and the energy
   per call, the number of power-capped repeats, and the useful TFLOP/s per watt;
 - headline.csv: the stages at the headline shape and the article's tile, per run, with their ratios to torch-flash
-  and torch-default, beside the article's time and ratio; headline_median.csv: the same, median over runs;
+  and torch-default (both ends' selection.RATIO_TIME, the kernels alone: the backends' as <impl>_kernels_us beside
+  their time_us), beside the article's time and ratio; headline_median.csv: the same, median over runs;
 - stage_table.csv: the paper's stage table, one row per stage of the article: the article's figures beside ours
   (time: median over runs and the lowest and highest run; ratios: median of the per-run ratios; Nsight's registers,
   shared memory, L2 hit rate and instructions: median over runs);
@@ -528,14 +529,22 @@ def launch_cost(pr: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
                            ).reset_index(drop=True)
 
 
+RATIO_SUFFIX = "_" + selection.RATIO_TIME      # headline.csv's column of a backend's time for ratios
+
+
 def headline(pr: pd.DataFrame, article: pd.DataFrame) -> pd.DataFrame:
     h = pr[selection.at_headline(pr)]
     stages = h[(h.impl == "triton") & (h.stage.fillna("") != "") & selection.at_article_tile(h)]
-    torch = h[h.impl.isin(TORCH)].pivot(index="run", columns="impl", values="time_us")
-    out = stages[["run", "stage", "time_us", "lo_us", "hi_us", "repeats"]].merge(torch, left_on="run",
-                                                                                 right_index=True)
+    backends = h[h.impl.isin(TORCH)]
+    torch = backends.pivot(index="run", columns="impl", values="time_us")
+    # each end of a ratio takes selection.RATIO_TIME (the kernels alone): the backends' as <impl>_<RATIO_TIME>
+    ratio_of = backends.pivot(index="run", columns="impl", values=selection.RATIO_TIME).add_suffix(RATIO_SUFFIX)
+    ratio = stages[selection.RATIO_TIME].rename("ratio_us")
+    out = stages[["run", "stage", "time_us", "lo_us", "hi_us", "repeats"]].join(ratio).merge(
+        torch, left_on="run", right_index=True).merge(ratio_of, left_on="run", right_index=True)
     for impl in TORCH:
-        out[f"pct_of_{impl}"] = 100 * out.time_us / out[impl]
+        out[f"pct_of_{impl}"] = 100 * out.ratio_us / out[impl + RATIO_SUFFIX]
+    out = out.drop(columns="ratio_us")
     art = article[(article.impl == "triton") & (article.block_m == selection.ARTICLE_TILE["block_m"])]
     art = art[["stage", "time_us"]].rename(
         columns={"time_us": "article_us"})

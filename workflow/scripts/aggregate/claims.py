@@ -9,31 +9,41 @@ ends (data/article/timings.csv, ncu.csv); the percentage it prints when it gives
 (claims.csv, `predicted`) where the component is an estimate. Where a printed percentage and the recomputed one
 differ by more than the printed rounding, the component is listed in slips.csv.
 
-Ours: one value per run; the component's value is the median over runs, its noise the range over runs (max - min)
-of that same quantity. The rules:
+Ours: one value per run; the component's value is the median over runs, its range (the column `noise`) the
+highest run less the lowest (shown, and used by no rule). Whether a change is told from no change is a paired
+statistic over the runs that measured both ends (each run's value is already the change within that run, both ends
+timed side by side): a two-sided exact sign test (`sign_test_p`). A change has moved (`moved`) when its median is
+beyond NEGLIGIBLE_PCT and, over at least SIGN_TEST_MIN_RUNS runs (the fewest with which a sign test can reach
+ALPHA), the sign test rejects no change at ALPHA; with fewer runs (a run alone), by its size alone. The test counts
+runs on each side of zero, not the spread: runs that all move the same way have moved, however far apart they lie,
+and runs that scatter evenly on both sides of zero have not, however large the scatter. The rules:
 
 - change (%), change_points (percentage points): if the article claims no change (|a| < NEGLIGIBLE_PCT) ours holds
-  if |ours| <= max(noise, NEGLIGIBLE_PCT). Otherwise ours holds if it has a's sign and its size is within a factor
-  of FACTOR of a's (|a| / FACTOR <= |ours| <= FACTOR |a|); it partly holds if it has a's sign and is larger than
-  the noise; it does not hold otherwise.
-- at_least: the article claims a value of at least a: holds if ours >= a - max(noise, NEGLIGIBLE_PCT).
+  if it has not moved. Otherwise ours holds if it has a's sign and its size is within a factor of FACTOR of a's
+  (|a| / FACTOR <= |ours| <= FACTOR |a|); it partly holds if it has a's sign and has moved; it does not hold
+  otherwise.
+- at_least: the article claims a value of at least a: holds if ours >= a - NEGLIGIBLE_PCT.
 - ratio: the article's final stage takes a% of its PyTorch's time: holds if ours <= a (1 + RATIO_SLACK), does not
   hold otherwise.
 - static: a count in the compiled code: holds if as many FFMAs leave as FADDs arrive, and more than none.
 - premise: if the component's premise is false on this GPU at its shape (working_set_exceeds_l2: Q, K, V and O
   fit in the L2), the component is "not testable here", whatever was measured.
 
+Times are the column selection.RATIO_TIME of per_run.csv (the kernels alone), as every ratio to a backend is.
+
 A claim holds if all its testable components hold, does not hold if none holds even partly, and partly holds
 otherwise.
 
 Run by the rule `claims_by_run`, the same rules give every run alone its own table (claims_by_run.csv: one row per
-run and component, a run's value and verdict as the aggregate of that run alone would give them; its noise is 0):
+run and component, a run's value and verdict as the aggregate of that run alone would give them: one run, so a
+change is judged by its size alone):
 the spread of the committed runs' own verdicts, against which `make compare` sets a reviewer's run.
 
 The rule `claims` (workflow/rules/aggregate.smk) names every file read; `table()` takes them by name.
 """
 
 import copy
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -48,6 +58,8 @@ from pipeline import selection
 NEGLIGIBLE_PCT = 1.0   # a change under this is "no change", the article's and ours
 FACTOR = 2.0           # a change of the article's sign holds within this factor of its size
 RATIO_SLACK = 0.05     # the final ratio holds within 5% of the article's
+ALPHA = 0.05           # a change has moved when a two-sided sign test over the runs rejects "no change" at this level
+SIGN_TEST_MIN_RUNS = next(n for n in range(1, 64) if 2 * 0.5 ** n < ALPHA)  # fewer runs cannot reach ALPHA (6)
 
 
 def parse_variant(spec: str) -> tuple:
@@ -142,7 +154,7 @@ class Ours:
         if not variant.startswith("torch"):
             tile = {**selection.ARTICLE_TILE, **({"block_m": bm, "block_n": bn} if bm else {})}
             t = t[selection.where(t, **tile)]
-        return t.set_index("run").time_us
+        return t.set_index("run")[selection.RATIO_TIME]
 
     def metric(self, variant: str, metric: str, N: int) -> pd.Series:
         if metric == "shared_wavefronts":
@@ -202,28 +214,61 @@ class Ours:
         raise ValueError(f"unknown premise {premise!r}")
 
 
+def sign_test_p(diffs) -> float:
+    """Two-sided exact sign test of "no change" over paired differences (one per run): the probability, under a
+    fair coin for each run's sign, of a split at least as lopsided as the one seen. Zero differences are left out
+    (they take no side); with none left, 1."""
+    above, below = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    n = above + below
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(above, below) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def moved(diffs, negligible: float = NEGLIGIBLE_PCT, alpha: float = ALPHA) -> bool:
+    """Whether paired per-run changes are told from no change: their median beyond `negligible` and, with at least
+    SIGN_TEST_MIN_RUNS runs, the sign test's p below `alpha` (fewer runs cannot reach it: the size alone). The
+    spread of the runs enters only through how many of them fall on each side of zero."""
+    diffs = list(diffs)
+    if not diffs or abs(statistics.median(diffs)) <= negligible:
+        return False
+    if len(diffs) < SIGN_TEST_MIN_RUNS:
+        return True
+    return sign_test_p(diffs) < alpha
+
+
 def verdict(rule: str, article: float, ours: list) -> tuple:
-    """(verdict, our value, noise) by the rules of the module's doc."""
+    """(verdict, our value, range over runs) by the rules of the module's doc."""
     if not ours:
         return "not measured", float("nan"), float("nan")
     if rule == "static":
         removed, added = ours
         return ("holds" if removed > 0 and removed == added else "does not hold"), removed, 0.0
-    o, noise = statistics.median(ours), max(ours) - min(ours)
+    o, spread = statistics.median(ours), max(ours) - min(ours)
     if rule in ("change", "change_points"):
         if abs(article) < NEGLIGIBLE_PCT:
-            return ("holds" if abs(o) <= max(noise, NEGLIGIBLE_PCT) else "does not hold"), o, noise
+            return ("does not hold" if moved(ours) else "holds"), o, spread
         same = (o < 0) == (article < 0) and o != 0
         if same and abs(article) / FACTOR <= abs(o) <= FACTOR * abs(article):
-            return "holds", o, noise
-        if same and abs(o) > noise:
-            return "partly", o, noise
-        return "does not hold", o, noise
+            return "holds", o, spread
+        if same and moved(ours):
+            return "partly", o, spread
+        return "does not hold", o, spread
     if rule == "at_least":
-        return ("holds" if o >= article - max(noise, NEGLIGIBLE_PCT) else "does not hold"), o, noise
+        return ("holds" if o >= article - NEGLIGIBLE_PCT else "does not hold"), o, spread
     if rule == "ratio":
-        return ("holds" if o <= article * (1 + RATIO_SLACK) else "does not hold"), o, noise
+        return ("holds" if o <= article * (1 + RATIO_SLACK) else "does not hold"), o, spread
     raise ValueError(f"unknown rule {rule!r}")
+
+
+def paired(rule: str, ours: list) -> dict:
+    """The paired statistic beside a component's verdict: runs above and below zero, the sign test's p, and whether
+    the change has moved (NaN and False where the rule compares no two ends)."""
+    if rule not in ("change", "change_points") or not ours:
+        return dict(runs_above=0, runs_below=0, sign_p=float("nan"), moved=False)
+    return dict(runs_above=sum(d > 0 for d in ours), runs_below=sum(d < 0 for d in ours),
+                sign_p=sign_test_p(ours), moved=moved(ours))
 
 
 def claim_verdict(vs) -> str:
@@ -253,6 +298,10 @@ def rules() -> pd.DataFrame:
         dict(name="factor", value=FACTOR, means="a change of the article's sign holds within this factor of its size"),
         dict(name="ratio_slack_pct", value=100 * RATIO_SLACK, means="the final ratio holds within this (%) of the "
                                                                      "article's"),
+        dict(name="alpha", value=ALPHA, means="a change has moved when the sign test over the runs rejects no change "
+                                              "at this level"),
+        dict(name="sign_test_min_runs", value=SIGN_TEST_MIN_RUNS, means="the fewest runs with which a sign test can "
+                                                                         "reach alpha; fewer: the size alone"),
     ])
 
 
@@ -263,14 +312,15 @@ def table(article_components: Path, article: Article, ours: Ours) -> pd.DataFram
         N = int(c.N) if not pd.isna(c.N) else selection.HEADLINE["N"]
         a, printed, basis = article.value(c)
         values = ours.values(c, N)
-        v, o, noise = verdict(c.rule, a, values)
+        v, o, spread = verdict(c.rule, a, values)
         if not ours.premise_holds(c.premise, N):
             v = "not testable here"
         rows.append(dict(id=c.id, claim=c.claim, component=c.component, N=N, rule=c.rule, unit=c.unit,
                          quantity=c.quantity,
                          **{"from": c["from"], "to": c.to}, article=a,
                          article_printed=printed, article_basis=basis, slip=is_slip(printed, a), ours=o,
-                         noise=noise, runs=len(values) if c.rule != "static" else 0, verdict=v,
+                         noise=spread, runs=len(values) if c.rule != "static" else 0, **paired(c.rule, values),
+                         verdict=v,
                          note=c.note if isinstance(c.note, str) else ""))
     df = pd.DataFrame(rows)
     claims = df.groupby("claim", sort=False).verdict.agg(claim_verdict).rename("claim_verdict")

@@ -6,8 +6,9 @@
   TFLOP/s, percent of the matrix roof measured in the same run (ceilings: a float16/bfloat16 matmul), and the
   ratio to cuDNN's time in the same run;
 - best_per_n.csv: at each N and dtype, the fastest of our stages (lowest median over its runs of its within-run
-  ratio to cuDNN), that ratio, the last and the leading stage's, and the noise floor of the ratio: how far PyTorch's
-  default SDPA and SDPA forced to cuDNN (the same cuDNN kernel on the H200) differ from each other in a run;
+  ratio to cuDNN), that ratio, the last and the leading stage's, and the twin band of the ratio at that N and dtype
+  alone: how far PyTorch's default SDPA and SDPA forced to cuDNN (the same cuDNN kernel on the H200) differ from
+  each other in a run there; the leading stage is level with cuDNN within that band, faster or behind outside it;
 - leader.csv: our Triton stages (v8 ... v18) timed at every N of the sweep, by the geometric mean of their ratio to
   cuDNN over the N and dtypes; the first is the leading stage, the one the paper's Triton sections follow across
   lengths and layouts (our last stage need not be our fastest); its column `leader` says so, as per_n.csv's and
@@ -19,7 +20,9 @@ none of these tables.
 
 cuDNN is `torch-cudnn` (SDPA with the cuDNN backend forced) throughout.
 
-Ratios are taken within a run (both measured side by side, interleaved) before any median over runs.
+Ratios are taken within a run (both measured side by side, interleaved) before any median over runs, each end's
+time the column selection.RATIO_TIME (the kernels alone: cuDNN's call also launches a memset, which time_us holds);
+the times in microseconds are time_us.
 """
 
 import sys
@@ -42,13 +45,15 @@ def last_stage(pr: pd.DataFrame) -> str:
 def ours_stages(pr: pd.DataFrame) -> pd.DataFrame:
     h = pr[pr.headline & (pr.own_tile | pr.torch)]
     t = h.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+    r = h.pivot_table(index="run", columns="variant", values=selection.RATIO_TIME, aggfunc="median")
     rows = []
     for st in SHOWN:
         if st not in t:
             continue
         for run, us in t[st].dropna().items():
-            rows.append(dict(run=run, stage=st, time_us=us, pct_cudnn=100 * us / t.loc[run, "torch-cudnn"],
-                             pct_flash=100 * us / t.loc[run, "torch-flash"]))
+            rows.append(dict(run=run, stage=st, time_us=us,
+                             pct_cudnn=100 * r.loc[run, st] / r.loc[run, "torch-cudnn"],
+                             pct_flash=100 * r.loc[run, st] / r.loc[run, "torch-flash"]))
     return pd.DataFrame(rows)
 
 
@@ -59,20 +64,40 @@ def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
     roof = (ceilings[ceilings.quantity == "matmul_tflops"].groupby(["run", "dtype"]).value.median()
             .rename("roof_tflops"))
     keep = s.variant.isin(selection.ALL_STAGES) | s.impl.isin(selection.TORCH)
-    s = s[keep][["run", "variant", "impl", "N", "dtype", "time_us", "B", "H", "D", "causal"]].copy()
+    ratio_time = [selection.RATIO_TIME] if selection.RATIO_TIME != "time_us" else []
+    s = s[keep][["run", "variant", "impl", "N", "dtype", "time_us", *ratio_time, "B", "H", "D", "causal"]].copy()
     s["tflops"] = attention_flops(s.B, s.H, s.N, s.D, s.causal) / (s.time_us * 1e-6) / 1e12
     s = s.join(roof, on=["run", "dtype"])
     s["pct_roof"] = 100 * s.tflops / s.roof_tflops
-    cudnn = s[s.variant == "torch-cudnn"].set_index(["run", "N", "dtype"]).time_us.rename("cudnn_us")
+    cudnn = s[s.variant == "torch-cudnn"].set_index(["run", "N", "dtype"])[selection.RATIO_TIME].rename("cudnn_us")
     s = s.join(cudnn, on=["run", "N", "dtype"])
-    s["x_cudnn"] = s.time_us / s.cudnn_us
+    s["x_cudnn"] = s[selection.RATIO_TIME] / s.cudnn_us          # cudnn_us: cuDNN's RATIO_TIME
     return s.drop(columns=["B", "H", "D", "causal"]).sort_values(["dtype", "N", "variant", "run"])
+
+
+def twin_pct(same: pd.DataFrame) -> float:
+    """The twin band of one N and dtype, in %: the most by which PyTorch's default SDPA and SDPA forced to cuDNN (the
+    same cuDNN kernel on the H200) differ from each other in a run, over the runs that timed both at that N and
+    dtype (`same`: one row per run, one column per variant, each the run's RATIO_TIME). NaN where no run timed both."""
+    if "torch-default" not in same or "torch-cudnn" not in same:
+        return float("nan")
+    twin = (same["torch-default"] / same["torch-cudnn"] - 1).abs().dropna()
+    return 100 * float(twin.max()) if len(twin) else float("nan")
+
+
+def standing(x: float, band_pct: float) -> str:
+    """Our time over cuDNN's, x, against the twin band of its own N and dtype: 'level' within band_pct of 1,
+    'faster' below it, 'behind' above it."""
+    if abs(x - 1) <= band_pct / 100 + 1e-12:        # on the band's edge (up to float rounding): level
+        return "level"
+    return "faster" if x < 1 else "behind"
 
 
 def best_per_n(p: pd.DataFrame, lead: str, last: str) -> pd.DataFrame:
     """At each N and dtype, our stage with the lowest ratio to cuDNN: each stage's ratios are taken within a run and
     their median is over the runs that hold the stage (a stage measured in fewer runs carries that run's noise);
-    the last stage's and the leading stage's ratios beside it, and the twin floor of the runs."""
+    the last stage's and the leading stage's ratios beside it, the twin band of that N and dtype alone (twin_pct),
+    and the leading stage's standing against cuDNN by that band."""
     rows = []
     for (dtype, N), g in p.groupby(["dtype", "N"]):
         ours = g[g.variant.isin(selection.OUR_STAGES)]
@@ -81,13 +106,14 @@ def best_per_n(p: pd.DataFrame, lead: str, last: str) -> pd.DataFrame:
         med = ours.groupby("variant").x_cudnn.median()
         best = med.idxmin()
         b = ours[ours.variant == best]
-        same = g.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
-        twin = (same["torch-default"] / same["torch-cudnn"] - 1).abs() if "torch-default" in same else pd.Series()
+        same = g.pivot_table(index="run", columns="variant", values=selection.RATIO_TIME, aggfunc="median")
+        band = twin_pct(same)
+        lead_x = med.get(lead, float("nan"))
         rows.append(dict(dtype=dtype, N=int(N), best=best, time_us=b.time_us.median(), x_cudnn=b.x_cudnn.median(),
                          x_lo=b.x_cudnn.min(), x_hi=b.x_cudnn.max(), runs=b.run.nunique(),
                          last=last, last_x_cudnn=med.get(last, float("nan")),
-                         leader=lead, leader_x_cudnn=med.get(lead, float("nan")),
-                         twin_pct=100 * twin.max() if len(twin) else float("nan")))
+                         leader=lead, leader_x_cudnn=lead_x, twin_pct=band,
+                         leader_standing=standing(lead_x, band) if not pd.isna(lead_x) else ""))
     return pd.DataFrame(rows)
 
 

@@ -1,7 +1,7 @@
 """Each prediction of data/predictions/stages.csv beside its measurement: results/aggregate/predictions.csv.
 
 A prediction names a stage, what it is compared to (the stage before it, another stage, or torch-cudnn), a quantity
-(`time`, `time_ratio`: the kernel timer's median; or a Nsight Compute metric such as smsp__inst_executed.sum), where
+(`time`, `time_ratio`: the kernel timer's median of the kernels alone, selection.RATIO_TIME; or a Nsight Compute metric such as smsp__inst_executed.sum), where
 (N, dtype, at the headline layout) and a range in percent. The measured change is computed per run, from runs that
 hold both ends (each Triton stage at its own tile), as 100 * (stage / compared_to - 1); its median over those runs is
 set against the range:
@@ -21,15 +21,16 @@ import pandas as pd
 from pipeline import keys, selection
 
 COLUMNS = ["stage", "switch", "compared_to", "quantity", "N", "dtype", "low_pct", "high_pct", "measured_pct",
-           "lo_pct", "hi_pct", "runs", "verdict", "basis", "reason"]
+           "lo_pct", "hi_pct", "runs", "verdict", "basis", "reason", "verdict_time_us"]
 
 
-def _times(pr: pd.DataFrame, N: int, dtype: str) -> pd.DataFrame:
-    """run x variant -> kernel time at the headline layout with this N and dtype, each stage at its own tile."""
+def _times(pr: pd.DataFrame, N: int, dtype: str, column: str = selection.RATIO_TIME) -> pd.DataFrame:
+    """run x variant -> kernel time (selection.RATIO_TIME: the kernels alone, as every ratio to cuDNN takes it) at
+    the headline layout with this N and dtype, each stage at its own tile."""
     at = {**selection.HEADLINE, "N": int(N), "dtype": dtype}
     rows = pr[selection.where(pr, **at)]
     rows = rows[rows.own_tile | rows.torch]
-    return rows.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+    return rows.pivot_table(index="run", columns="variant", values=column, aggfunc="median")
 
 
 def _ncu(ncu: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -43,7 +44,23 @@ def _ncu(ncu: pd.DataFrame, metric: str) -> pd.DataFrame:
     return m.pivot_table(index="run", columns="variant", values="value", aggfunc="sum")
 
 
+def _change(table: pd.DataFrame, stage: str, ref: str) -> pd.Series:
+    both = table[[stage, ref]].dropna() if {stage, ref} <= set(table) else pd.DataFrame()
+    return 100 * (both[stage] / both[ref] - 1) if len(both) else pd.Series(dtype=float)
+
+
+def judge(med: float, low: float, high: float, measured: bool = True) -> str:
+    if not measured:
+        return "not measured"
+    if low <= med <= high:
+        return "holds"
+    return "better" if med < low else "worse"
+
+
 def evaluate(predictions: pd.DataFrame, pr: pd.DataFrame, ncu: pd.DataFrame) -> pd.DataFrame:
+    """Each prediction's measurement and verdict; beside a ratio to a backend (time_ratio), verdict_time_us: the
+    verdict it would have with time_us at both ends (all of a call's GPU work, cuDNN's memset included), so that the
+    paper can say which verdicts the choice of selection.RATIO_TIME turns ("" elsewhere)."""
     rows = []
     for p in predictions.itertuples(index=False):
         ref = p.compared_to
@@ -54,20 +71,19 @@ def evaluate(predictions: pd.DataFrame, pr: pd.DataFrame, ncu: pd.DataFrame) -> 
                 raise ValueError(f"prediction {p.stage} {p.quantity}: Nsight metrics are profiled at the headline "
                                  f"N={selection.HEADLINE['N']} only, not N={p.N}")
             table = _ncu(ncu, p.quantity)
-        both = table[[p.stage, ref]].dropna() if {p.stage, ref} <= set(table) else pd.DataFrame()
-        change = 100 * (both[p.stage] / both[ref] - 1) if len(both) else pd.Series(dtype=float)
+        change = _change(table, p.stage, ref)
         med = float(change.median()) if len(change) else float("nan")
-        if not len(change):
-            verdict = "not measured"
-        elif p.low_pct <= med <= p.high_pct:
-            verdict = "holds"
-        else:
-            verdict = "better" if med < p.low_pct else "worse"
+        verdict = judge(med, p.low_pct, p.high_pct, bool(len(change)))
+        with_all = ""
+        if p.quantity == "time_ratio":
+            all_work = _change(_times(pr, p.N, p.dtype, "time_us"), p.stage, ref)
+            with_all = judge(float(all_work.median()) if len(all_work) else float("nan"), p.low_pct, p.high_pct,
+                             bool(len(all_work)))
         rows.append(dict(stage=p.stage, switch=p.switch if isinstance(p.switch, str) else "", compared_to=ref,
                          quantity=p.quantity, N=int(p.N), dtype=p.dtype, low_pct=p.low_pct, high_pct=p.high_pct,
                          measured_pct=med, lo_pct=float(change.min()) if len(change) else float("nan"),
                          hi_pct=float(change.max()) if len(change) else float("nan"), runs=len(change),
-                         verdict=verdict, basis=p.basis, reason=p.reason))
+                         verdict=verdict, basis=p.basis, reason=p.reason, verdict_time_us=with_all))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

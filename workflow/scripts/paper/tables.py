@@ -11,7 +11,7 @@
 - ours.tex: the article's last stage and ours beyond it at the headline: the switch, time, percent of cuDNN and of
   FlashAttention-2, registers and shared memory, and the prediction against the measurement;
 - per_n.tex: our leading stage (the fastest of ours across lengths) against cuDNN and FlashAttention-2 at each N,
-  float16 and bfloat16;
+  float16 and bfloat16, the ratios of the kernels alone (selection.RATIO_TIME), with each N's twin band;
 - predictions.tex: every prediction written before a stage was measured, beside the measurement.
 
 One job per table (the rule `tables`, its wildcard the table's name). Each table reads only the aggregated CSV files
@@ -33,7 +33,7 @@ from pipeline.latex import escape as tex_escape, fixed as fmt, signed, span as _
 def latex(df: pd.DataFrame, out: Path, colfmt: str, **kw) -> None:
     """The table as TeX at `out` (the paper's) and as HTML beside it (the report's: <name>.html)."""
     write_table(df, out, colfmt, html=Path(out).with_suffix(".html"), **kw)
-from pipeline.selection import ARTICLE_TILE, HEADLINE
+from pipeline.selection import ARTICLE_TILE, HEADLINE, RATIO_TIME
 
 
 def stages_table(stage_table: Path, out: Path) -> None:
@@ -96,7 +96,8 @@ def per_n_table(per_n: Path, best_per_n: Path, out: Path) -> None:
         same = g[g.run.isin(last.run)]
         med = lambda v, col: same[same.variant == v][col].median()  # noqa: E731
         x = last.x_cudnn
-        flash = last.set_index("run").time_us / same[same.variant == "torch-flash"].set_index("run").time_us
+        flash = (last.set_index("run")[RATIO_TIME]                 # a ratio's ends: the kernels alone (RATIO_TIME)
+                 / same[same.variant == "torch-flash"].set_index("run")[RATIO_TIME])
         rows.append({
             "dtype": dtype.replace("float", "fp").replace("bfp", "bf"), "N": str(N),
             rf"{lead} $\mu$s": fmt(last.time_us.median(), 1),

@@ -1,16 +1,16 @@
 """The stages at the headline shape, the article's (v0 ... v7, at its tile) and then ours (at their own tiles), as a
-percentage of cuDNN's time in the same run (median over the runs that hold the stage; whiskers: lowest to highest
+percentage of cuDNN's time in the same run (the kernels alone, without cuDNN's memset) (median over the runs that hold the stage; whiskers: lowest to highest
 run). Dashed: cuDNN (100%) and FlashAttention-2 (torch-flash), median over runs."""
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from pipeline import plotting as c
-from pipeline.selection import ALL_STAGES, BASELINE, STAGES
+from pipeline.selection import ALL_STAGES, BASELINE, RATIO_TIME, STAGES
 
 a = c.start(snakemake)  # noqa: F821 (given by Snakemake's script directive)
 pr = pd.read_csv(a.input.per_run)
 h = pr[pr.headline & pr.paper_row]
-t = h.pivot_table(index="run", columns="variant", values="time_us", aggfunc="median")
+t = h.pivot_table(index="run", columns="variant", values=RATIO_TIME, aggfunc="median")   # the kernels alone
 pct = 100 * t.div(t["torch-cudnn"], axis=0)
 stages = [s for s in ALL_STAGES if s in pct]
 fig, ax = plt.subplots(figsize=(8.5, 3.6))

@@ -1,12 +1,12 @@
 """The attention layouts of the Qwen3 models (B=2, causal, D=128) at each N of plan.qwen3_N: the article's first,
 causal-skip and final stages (at its tile), our leading stage (the fastest of ours across the N sweep, workflow/scripts/aggregate/ours.py; at its own tile) and PyTorch's backends, as a percentage
-of cuDNN's time in the same run (median over runs, whiskers: lowest to highest run)."""
+of cuDNN's time in the same run (the kernels alone) (median over runs, whiskers: lowest to highest run)."""
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
 from pipeline import plotting as c
-from pipeline.selection import BASELINE, CAUSAL_SKIP_STAGE, FINAL, HEADLINE, TORCH
+from pipeline.selection import BASELINE, CAUSAL_SKIP_STAGE, FINAL, HEADLINE, RATIO_TIME, TORCH
 
 a = c.start(snakemake)  # noqa: F821 (given by Snakemake's script directive)
 LEAD = c.leader(a.input.leader)
@@ -14,8 +14,8 @@ pr = pd.read_csv(a.input.per_run)
 shown = [BASELINE, CAUSAL_SKIP_STAGE, FINAL, LEAD]
 q = pr[pr.set.str.contains("qwen3") & pr.variant.isin(shown + TORCH) & (pr.dtype == HEADLINE["dtype"])]
 q = q[q.torch | (q.article_stage & q.article_tile) | ((q.variant == LEAD) & q.own_tile)]
-cudnn = q[q.variant == "torch-cudnn"].set_index(["run", "H", "N"]).time_us.rename("cudnn_us")
-q = q.join(cudnn, on=["run", "H", "N"]).assign(pct=lambda d: 100 * d.time_us / d.cudnn_us)
+cudnn = q[q.variant == "torch-cudnn"].set_index(["run", "H", "N"])[RATIO_TIME].rename("cudnn_us")
+q = q.join(cudnn, on=["run", "H", "N"]).assign(pct=lambda d: 100 * d[RATIO_TIME] / d.cudnn_us)
 q = q.assign(layout=q.H.astype(str) + "/" + q.H_kv.astype(str) + " heads")
 order = [f"{h}/8 heads" for h in sorted(q.H.unique())]
 hue = [v for v in shown + TORCH if v in set(q.variant)]

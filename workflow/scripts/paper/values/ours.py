@@ -15,7 +15,8 @@ import pandas as pd
 from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, previous_stage, stage_adding
 
 from pipeline.latex import Values, count_word, fixed, listing, signed
-from pipeline.selection import GLUON_STAGES, OUR_STAGES, resolve_variant, switches_label, variant_name
+from pipeline.selection import (GLUON_STAGES, OUR_STAGES, RATIO_TIME, RATIO_TIME_WORDS, TRITON_OURS, resolve_variant,
+                                switches_label, variant_name)
 
 QUANTITY_WORDS = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
 QUANTITY_KEYS = {"time": "time", "time_ratio": "ratio", "smsp__inst_executed.sum": "instr"}
@@ -36,7 +37,7 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     lead_table = pd.read_csv(leader)
     LEAD = str(lead_table[lead_table.leader].stage.iloc[0])   # our fastest stage across the lengths
     v.macro("OursLead", LEAD)
-    measured = [s for s in OUR_STAGES if s in set(p.variant) | set(pr[pr.our_stage].variant)]
+    measured = [s for s in TRITON_OURS if s in set(p.variant) | set(pr[pr.our_stage].variant)]
     after = measured[measured.index(LEAD) + 1:]
     v.macro("OursAfterLeadCount", count_word(len(after)))
     v.macro("OursAfterLeadFirst", after[0] if after else "--")
@@ -45,14 +46,26 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     v.macro("LastGeomeanX", fixed(lead_table.set_index("stage").geomean_x_cudnn[LAST], 2))
     lead = p[p.variant == LEAD]
     best = pd.read_csv(best_per_n)
-    floor = best.twin_pct.max()            # how far two timings of the same cuDNN kernel differ within a run, at most
-    v.macro("TwinFloorPct", fixed(floor, 1))
+    # how far two timings of the same cuDNN kernel differ within a run: at most over every N, and each N's own band
+    v.macro("TwinFloorPct", fixed(best.twin_pct.max(), 1))
+    v.macro("TwinBandMinPct", fixed(best.twin_pct.min(), 1))
+    v.macro("RatioTime", RATIO_TIME_WORDS)
+    # What cuDNN's memset (in time_us, not in the kernels alone) does to the ratio: cuDNN's memset per call, and our
+    # leading stage's ratio to cuDNN at the shortest N in float16 with the memset counted and without (RATIO_TIME)
+    cud_all = p[p.variant == "torch-cudnn"]
+    v.macro("CudnnMemsetUs", fixed((cud_all.time_us - cud_all[RATIO_TIME]).median(), 1))
+    short = lead[(lead.dtype == "float16") & (lead.N == lead.N.min())].set_index("run")
+    with_memset = short.time_us / cud_all[(cud_all.dtype == "float16") & (cud_all.N == lead.N.min())].set_index(
+        "run").time_us.reindex(short.index)
+    v.macro("MemsetN", int(lead.N.min()))
+    v.macro("MemsetLeadXWith", fixed(with_memset.median(), 2))
+    v.macro("MemsetLeadXWithout", fixed(short.x_cudnn.median(), 2))
     x = lead.groupby(["dtype", "N"]).x_cudnn.median()
     for dt in ("float16", "bfloat16"):
         xd = x.loc[dt]
-        v.put("lead", dt, "faster", listing([str(n) for n, r in xd.items() if r < 1 - floor / 100]))
-        v.put("lead", dt, "level", listing([str(n) for n, r in xd.items() if abs(r - 1) <= floor / 100]))
-        v.put("lead", dt, "behind", listing([str(n) for n, r in xd.items() if r > 1 + floor / 100]))
+        bd = best[best.dtype == dt].set_index("N")
+        for word in ("faster", "level", "behind"):       # each N by its own twin band (best_per_n.csv)
+            v.put("lead", dt, word, listing([str(n) for n in xd.index if bd.leader_standing.get(n) == word]))
         v.put("lead", dt, "best_x", fixed(xd.min(), 2))
         v.put("lead", dt, "worst_x", fixed(xd.max(), 2))
         v.put("lead", dt, "worst_n", int(xd.idxmax()))
@@ -71,7 +84,7 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     v.macro("MaxNSpreadPct", fixed(100 * (spread.max() / spread.min() - 1).dropna().max()))
     qw = pr[pr.set.fillna("").str.contains("qwen3") & (pr.dtype == "float16")]
     qw = qw[(qw.variant == LEAD) & qw.own_tile | (qw.variant == "torch-cudnn")]
-    qt = qw.pivot_table(index=["run", "N", "H"], columns="variant", values="time_us", aggfunc="median").dropna()
+    qt = qw.pivot_table(index=["run", "N", "H"], columns="variant", values=RATIO_TIME, aggfunc="median").dropna()
     qpct = (100 * qt[LEAD] / qt["torch-cudnn"]).groupby(["N", "H"]).median()
     for n, g in qpct.groupby(level="N"):
         v.put("qwen", n, "range", f"{fixed(g.min())}--{fixed(g.max())}")
@@ -97,6 +110,11 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
                                       f"{versus.get(r.compared_to, f' against {r.compared_to}')} at $N={r.N}$ "
                                       f"({r.measured_pct:+.1f}\\% for {r.low_pct:+g}..{r.high_pct:+g})"
                                       for r in judged.itertuples() if r.verdict == "worse"]))
+    turned = judged[(judged.quantity == "time_ratio") & (judged.verdict_time_us.fillna("") != "")
+                    & (judged.verdict_time_us != judged.verdict)]    # verdicts the kernels alone give otherwise
+    v.macro("PredMemsetTurned", listing([f"{r.stage}'s at $N={r.N}$ ({r.verdict}; with the memset {r.verdict_time_us})"
+                                         for r in turned.itertuples()], none="none"))
+    v.macro("PredMemsetTurnedCount", count_word(len(turned)))
     for r in judged.itertuples():
         against = "cudnn" if r.compared_to == "torch-cudnn" else r.compared_to
         row = "@".join([r.stage, against, QUANTITY_KEYS.get(r.quantity, "instr"), str(r.N)]
