@@ -51,6 +51,8 @@ rule aggregate:
         premise=f"{AGG}/premise.csv",
         large_n=f"{AGG}/large_n.csv",
         large_n_table=f"{AGG}/large_n_table.csv",
+        sampling=f"{AGG}/sampling.csv",
+        snapshots=f"{AGG}/snapshots.csv",
     log:
         "logs/aggregate.log",
     benchmark:
@@ -129,6 +131,7 @@ rule ours:
         per_n=f"{AGG}/per_n.csv",
         best=f"{AGG}/best_per_n.csv",
         leader=f"{AGG}/leader.csv",
+        variation_n=f"{AGG}/variation_n.csv",
     log:
         "logs/ours.log",
     benchmark:

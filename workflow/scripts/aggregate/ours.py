@@ -10,7 +10,10 @@
   default SDPA and SDPA forced to cuDNN (the same cuDNN kernel on the H200) differ from each other in a run;
 - leader.csv: our stages timed at every N of the sweep, by the geometric mean of their ratio to cuDNN over the N
   and dtypes; the first is the leading stage, the one the paper follows across lengths and layouts (our last stage
-  need not be our fastest); its column `leader` says so, as per_n.csv's and ours_stages.csv's do of their rows.
+  need not be our fastest); its column `leader` says so, as per_n.csv's and ours_stages.csv's do of their rows;
+- variation_n.csv: at each N and dtype of the sweep, each stage's and backend's run-to-run variation (highest run
+  over lowest, minus 1, in percent) of its time and of its ratio to cuDNN, the runs that hold it and the repeats
+  behind each run's median (lowest and highest): the noise of each per-N figure, which grows with N.
 
 Our last stage is the last measured one (per_run.csv's role `last`): a stage registered but not yet measured is in
 none of these tables.
@@ -57,7 +60,7 @@ def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
     roof = (ceilings[ceilings.quantity == "matmul_tflops"].groupby(["run", "dtype"]).value.median()
             .rename("roof_tflops"))
     keep = s.variant.isin(selection.ALL_STAGES) | s.impl.isin(selection.TORCH)
-    s = s[keep][["run", "variant", "impl", "N", "dtype", "time_us", "B", "H", "D", "causal"]].copy()
+    s = s[keep][["run", "variant", "impl", "N", "dtype", "time_us", "repeats", "B", "H", "D", "causal"]].copy()
     s["tflops"] = attention_flops(s.B, s.H, s.N, s.D, s.causal) / (s.time_us * 1e-6) / 1e12
     s = s.join(roof, on=["run", "dtype"])
     s["pct_roof"] = 100 * s.tflops / s.roof_tflops
@@ -107,6 +110,26 @@ def leader_table(p: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+def group(variant: str) -> str:
+    """'article' (v0-v7), 'ours' (our stages), or the PyTorch backend's name."""
+    return ("article" if variant in selection.STAGES else "ours" if variant in selection.OUR_STAGES else variant)
+
+
+def variation_n(p: pd.DataFrame) -> pd.DataFrame:
+    """Per dtype, N and variant of per_n.csv: the run-to-run variation (max/min - 1, percent) of the time and of the
+    within-run ratio to cuDNN, the runs, and the repeats behind a run's median (lowest, highest)."""
+    columns = ["dtype", "N", "variant", "group", "runs", "time_var_pct", "x_cudnn_var_pct", "repeats_lo",
+               "repeats_hi"]
+    if p.empty:
+        return pd.DataFrame(columns=columns)
+    g = p.groupby(["dtype", "N", "variant"])
+    out = pd.DataFrame({"runs": g.run.nunique(), "time_var_pct": 100 * (g.time_us.max() / g.time_us.min() - 1),
+                        "x_cudnn_var_pct": 100 * (g.x_cudnn.max() / g.x_cudnn.min() - 1),
+                        "repeats_lo": g.repeats.min(), "repeats_hi": g.repeats.max()}).reset_index()
+    out["group"] = out.variant.map(group)
+    return out[columns]
+
+
 def main(input, output) -> None:
     pr = pd.read_csv(input.per_run)
     p = per_n(pr, pd.read_csv(input.ceilings))
@@ -117,6 +140,7 @@ def main(input, output) -> None:
     p.assign(leader=p.variant == leader).to_csv(output.per_n, index=False)
     lead.to_csv(output.leader, index=False)
     best_per_n(p, leader, last_stage(pr)).to_csv(output.best, index=False)
+    variation_n(p).to_csv(output.variation_n, index=False)
 
 
 if __name__ == "__main__":                  # run by Snakemake's script: directive
