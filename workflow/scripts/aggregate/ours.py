@@ -60,7 +60,8 @@ def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
     roof = (ceilings[ceilings.quantity == "matmul_tflops"].groupby(["run", "dtype"]).value.median()
             .rename("roof_tflops"))
     keep = s.variant.isin(selection.ALL_STAGES) | s.impl.isin(selection.TORCH)
-    s = s[keep][["run", "variant", "impl", "N", "dtype", "time_us", "repeats", "B", "H", "D", "causal"]].copy()
+    s = s[keep].reindex(columns=["run", "variant", "impl", "N", "dtype", "time_us", "repeats", "B", "H", "D",
+                                 "causal"])    # repeats: NaN where per_run has none
     s["tflops"] = attention_flops(s.B, s.H, s.N, s.D, s.causal) / (s.time_us * 1e-6) / 1e12
     s = s.join(roof, on=["run", "dtype"])
     s["pct_roof"] = 100 * s.tflops / s.roof_tflops
