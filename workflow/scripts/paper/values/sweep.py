@@ -29,8 +29,12 @@ def values(per_run: Path, ceilings: Path) -> Values:
         v.put("sweep", variant, "tflops", fixed(tf[variant]))
         v.put("sweep", variant, "tflops_range", f"{fixed(lo[variant])}--{fixed(hi[variant])}")
     ceil = pd.read_csv(ceilings)
-    v.macro("PeakFpSixteen", fixed(ceil[(ceil.quantity == "matmul_tflops") & (ceil.dtype == "float16")].value.median()))
-    v.macro("CopyBandwidth", fixed(ceil[ceil.quantity == "copy_gbps"].value.median() / 1000, 2))
+    mm = ceil[(ceil.quantity == "matmul_tflops") & (ceil.dtype == "float16")].value
+    cp = ceil[ceil.quantity == "copy_gbps"].value / 1000
+    v.macro("PeakFpSixteen", fixed(mm.median()))
+    v.macro("PeakFpSixteenRange", f"{fixed(mm.min())}--{fixed(mm.max())}")     # over every measurement of the runs
+    v.macro("CopyBandwidth", fixed(cp.median(), 2))
+    v.macro("CopyBandwidthRange", f"{fixed(cp.min(), 2)}--{fixed(cp.max(), 2)}")
     return v
 
 
