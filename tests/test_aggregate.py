@@ -212,3 +212,47 @@ def test_wrong_bench_rows_are_counted_in_the_paper(data, tmp_path):
     values = step("paper/values/correctness").values(out / "correctness.csv", cpu, out / "timings.csv").macros
     timings = pd.read_csv(out / "timings.csv")
     assert values["BenchWrong"] == "1" and values["BenchChecks"] == str(int(timings.status.isin(["ok", "WRONG"]).sum()))
+
+
+def test_sampling_counts_the_repeats_of_each_entry_in_a_run_and_the_samples_of_each_repeat():
+    """sampling.csv: per set, dtype and N, the repeats of an entry in a run (lowest, highest) and the samples of a
+    repeat; rows that are not ok are not counted."""
+    agg = step("aggregate/aggregate")
+    base = dict(set="n_sweep", dtype="float16", N=16384, status="ok")
+    t = pd.DataFrame([
+        {**base, "run": "r1", "key": "a", "repeat": 0, "n_samples": 25},
+        {**base, "run": "r1", "key": "a", "repeat": 1, "n_samples": 25},
+        {**base, "run": "r1", "key": "b", "repeat": 0, "n_samples": 31},
+        {**base, "run": "r2", "key": "a", "repeat": 0, "n_samples": 27},
+        {**base, "run": "r2", "key": "a", "repeat": 1, "n_samples": 400, "status": "WRONG"},
+        {**base, "run": "r1", "key": "a", "repeat": 0, "n_samples": 300, "N": 1024, "set": "headline"},
+    ])
+    s = agg.sampling(t).set_index(["set", "N"])
+    r = s.loc[("n_sweep", 16384)]
+    assert (r.runs, r.entries, r.repeats_lo, r.repeats_hi, r.samples_lo, r.samples_hi) == (2, 2, 1, 2, 25, 31)
+    assert s.loc[("headline", 1024)].samples_hi == 300
+
+
+def test_snapshots_flag_the_power_cap_from_the_reason_mask(tmp_path):
+    """snapshots.csv: a snapshot is power-capped where its active reasons hold 0x4 (software power cap), whatever
+    other bit is set, or where nvidia-smi says the cap is active; the clock and power are read as numbers, NaN where
+    nvidia-smi gave none."""
+    agg = step("aggregate/aggregate")
+    run = tmp_path / "run-1"
+    (run / "bench-n_sweep").mkdir(parents=True)
+    lines = [dict(repeat=0, **{"clocks.sm": "1980 MHz", "power.draw": "120.5 W", "power.limit": "700.00 W",
+                               "clocks_event_reasons.active": "0x0000000000000001"}),
+             dict(repeat=1, **{"clocks.sm": "1965 MHz", "power.draw": "547.91 W", "power.limit": "700.00 W",
+                               "clocks_event_reasons.active": "0x0000000000000005"}),
+             dict(repeat="end", **{"clocks.sm": "1500 MHz", "power.draw": "[N/A]", "power.limit": "700.00 W",
+                                   "clocks_event_reasons.active": "[N/A]",
+                                   "clocks_event_reasons.sw_power_cap": "Active"})]
+    (run / "bench-n_sweep" / "snapshots.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    agg._SEALED[run] = [run / "bench-n_sweep" / "snapshots.jsonl"]
+    try:
+        s = agg.snapshots([run])
+    finally:
+        del agg._SEALED[run]
+    assert list(s.power_capped) == [False, True, True]
+    assert list(s.sm_mhz) == [1980.0, 1965.0, 1500.0] and s.power_w.iloc[1] == 547.91 and pd.isna(s.power_w.iloc[2])
+    assert set(s.set) == {"n_sweep"} and list(s.repeat) == ["0", "1", "end"]

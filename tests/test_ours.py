@@ -177,3 +177,23 @@ def test_committed_predictions_precede_their_measurements():
                                 "data/predictions/stages.csv"], cwd=root, capture_output=True, text=True)
         assert added.returncode == 0 and added.stdout.split(), f"{st}: its prediction is not in the git history"
         assert int(added.stdout.split()[0]) < first_timed[st], f"{st} was timed before its prediction was committed"
+
+
+def test_variation_per_n_is_the_highest_run_over_the_lowest_of_each_time_and_ratio():
+    """variation_n.csv: per N and dtype, each entry's time and within-run ratio to cuDNN vary by highest run over
+    lowest run, minus 1; the runs and the repeats behind each run's median come with it, and the entries are grouped
+    as the article's stages, ours and the backends."""
+    rows = []
+    for run, cud, v13, v0 in (("r1", 100.0, 110.0, 400.0), ("r2", 108.0, 110.0, 420.0), ("r3", 104.0, 121.0, 410.0)):
+        for variant, us, impl in (("torch-cudnn", cud, "torch-cudnn"), ("v13", v13, "triton"), ("v0", v0, "triton")):
+            rows.append({**row(run, variant, us, N=16384, impl=impl), "repeats": 2 if run == "r1" else 3})
+    p = ours.per_n(with_roles(rows), pd.DataFrame(columns=["run", "quantity", "dtype", "value"]))
+    v = ours.variation_n(p).set_index("variant")
+    assert v.loc["torch-cudnn", "time_var_pct"] == pytest.approx(8.0)
+    assert v.loc["v13", "time_var_pct"] == pytest.approx(10.0)
+    # v13's ratio: 1.10, 110/108 = 1.0185, 121/104 = 1.1635: highest over lowest
+    assert v.loc["v13", "x_cudnn_var_pct"] == pytest.approx(100 * ((121 / 104) / (110 / 108) - 1))
+    assert v.loc["torch-cudnn", "x_cudnn_var_pct"] == 0
+    assert (v.runs == 3).all() and (v.repeats_lo == 2).all() and (v.repeats_hi == 3).all()
+    assert v.loc["v0", "group"] == "article" and v.loc["v13", "group"] == "ours"
+    assert v.loc["torch-cudnn", "group"] == "torch-cudnn"

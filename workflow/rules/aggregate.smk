@@ -51,6 +51,8 @@ rule aggregate:
         premise=f"{AGG}/premise.csv",
         large_n=f"{AGG}/large_n.csv",
         large_n_table=f"{AGG}/large_n_table.csv",
+        sampling=f"{AGG}/sampling.csv",
+        snapshots=f"{AGG}/snapshots.csv",
     log:
         "logs/aggregate.log",
     benchmark:
@@ -130,6 +132,7 @@ rule ours:
         best=f"{AGG}/best_per_n.csv",
         leader=f"{AGG}/leader.csv",
         gluon_leader=f"{AGG}/gluon_leader.csv",
+        variation_n=f"{AGG}/variation_n.csv",
     log:
         "logs/ours.log",
     benchmark:

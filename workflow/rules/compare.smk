@@ -84,6 +84,7 @@ rule compare_ours:
         per_n=f"{CMP_AGG}/per_n.csv",
         best=f"{CMP_AGG}/best_per_n.csv",
         leader=f"{CMP_AGG}/leader.csv",
+        variation_n=f"{CMP_AGG}/variation_n.csv",
     log:
         "logs/compare/{reviewer}/ours.log",
     benchmark:

@@ -52,6 +52,8 @@ TABLES = {
                  build=rules.aggregate.output.build),
     "per_n": dict(per_n=rules.ours.output.per_n, best_per_n=rules.ours.output.best),
     "predictions": dict(predictions=rules.predictions.output[0]),
+    "variation": dict(variation_n=rules.ours.output.variation_n, sampling=rules.aggregate.output.sampling),
+    "sampling": dict(sampling=rules.aggregate.output.sampling),
 }
 TABLE_CAPTIONS = captions.table_captions(ROOT / SCRIPTS / "paper" / "tables.py")  # the report's, from its docstring
 if set(TABLES) - set(TABLE_CAPTIONS):
@@ -87,6 +89,7 @@ PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # the newest GPU verification of the Gluon kernel's current source
 PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
 PROBE_HOST = f"{DATA}/probes/host-cost"
+PROBE_STATE = f"{DATA}/probes/gpu-state"   # NVML read while the kernels ran: the clocks and the power cap
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -125,9 +128,13 @@ VALUES = {
                    tests=f"{PROBE_GLUON}/gpu_tests.log", tests_before=f"{PROBE_GLUON}/gpu_tests_at_e7668df.log"),
     "qwen3": dict(seal_file=f"{PROBE_QWEN3}/SHA256SUMS", qwen3=f"{PROBE_QWEN3}/qwen3_e2e.csv",
                   env=f"{PROBE_QWEN3}/env.json"),
+    "scope": dict(variation_n=rules.ours.output.variation_n, sampling=rules.aggregate.output.sampling,
+                  snapshots=rules.aggregate.output.snapshots, per_run=rules.aggregate.output.per_run,
+                  claims=rules.claims.output.claims, seal_file=f"{PROBE_STATE}/SHA256SUMS",
+                  gpu_state=f"{PROBE_STATE}/gpu_state.json"),
 }
 PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
-          "qwen3": PROBE_QWEN3}
+          "qwen3": PROBE_QWEN3, "scope": PROBE_STATE}
 
 
 rule values:

@@ -44,7 +44,13 @@ Writes:
   large_n_table.csv: the metrics of LARGE_N_METRICS, median over the runs that profiled each (variant, N), with
   their short names and what each says;
 - launch_cost.csv: per run (with its commit and start), the host time of a plain call (best and median of the
-  run's repeats), the event-timed call and the kernel time of each stage and PyTorch backend at the headline shape.
+  run's repeats), the event-timed call and the kernel time of each stage and PyTorch backend at the headline shape;
+- sampling.csv: per set of the plan, dtype and N: the runs that timed it, the repeats of each entry in a run (lowest
+  and highest over the runs and entries) and the samples of each repeat (lowest and highest): how many measurements
+  each median of the paper rests on;
+- snapshots.csv: every nvidia-smi snapshot of the bench steps (snapshots.jsonl: one at the start of each repeat,
+  one at the end of the set, the GPU between two entries), with its SM clock (MHz), power draw and limit (W), throttle
+  reasons, and whether the software power cap (reason 0x4) was active.
 """
 from __future__ import annotations
 
@@ -474,6 +480,49 @@ def timer_check(checks: pd.DataFrame, max_pct: float) -> pd.DataFrame:
     return ok
 
 
+def sampling(timings: pd.DataFrame) -> pd.DataFrame:
+    """Per set, dtype and N: the runs, the repeats per entry in a run and the samples per repeat, lowest and highest
+    (each row of timings.csv is one repeat of one entry, its n_samples the samples behind its median)."""
+    ok = timings[timings.status == "ok"]
+    reps = ok.groupby(["set", "dtype", "N", "run", "key"]).repeat.nunique().rename("repeats").reset_index()
+    g = reps.groupby(["set", "dtype", "N"])
+    s = ok.groupby(["set", "dtype", "N"]).n_samples
+    out = pd.DataFrame({"runs": g.run.nunique(), "entries": g.key.nunique(), "repeats_lo": g.repeats.min(),
+                        "repeats_hi": g.repeats.max(), "samples_lo": s.min(), "samples_hi": s.max()})
+    return out.reset_index().astype({"N": int, "repeats_lo": int, "repeats_hi": int, "samples_lo": int,
+                                     "samples_hi": int})
+
+
+SNAPSHOT_COLUMNS = ["run", "set", "repeat", "uuid", "sm_mhz", "power_w", "power_limit_w", "reasons", "power_capped"]
+POWER_CAP = 0x4   # nvidia-smi's clocks_event_reasons: software power cap
+
+
+def _number(text) -> float:
+    """'1980 MHz' -> 1980.0, '547.91 W' -> 547.91; NaN for what nvidia-smi did not give."""
+    m = re.match(r"\s*([-+0-9.]+)", str(text))
+    return float(m.group(1)) if m else float("nan")
+
+
+def snapshots(run_dirs) -> pd.DataFrame:
+    """Every line of every sealed snapshots.jsonl (the bench steps' nvidia-smi snapshots), one row each."""
+    rows = []
+    for run in run_dirs:
+        for f in sorted(p for p in (_SEALED.get(Path(run)) or read_seal(run)) if p.name == "snapshots.jsonl"):
+            for line in f.read_text().splitlines():
+                if not line.strip():
+                    continue
+                e = json.loads(line)
+                reasons = str(e.get("clocks_event_reasons.active", ""))
+                mask = int(reasons, 16) if re.fullmatch(r"0x[0-9a-fA-F]+", reasons) else 0
+                rows.append(dict(run=Path(run).name, set=f.parent.name.removeprefix("bench-"),
+                                 repeat=str(e.get("repeat", "")), uuid=e.get("uuid", ""),
+                                 sm_mhz=_number(e.get("clocks.sm")), power_w=_number(e.get("power.draw")),
+                                 power_limit_w=_number(e.get("power.limit")), reasons=reasons,
+                                 power_capped=bool(mask & POWER_CAP)
+                                 or e.get("clocks_event_reasons.sw_power_cap") == "Active"))
+    return pd.DataFrame(rows, columns=SNAPSHOT_COLUMNS)
+
+
 def env_files(run) -> list:
     """The env.json files a sealed run lists, in path order."""
     return sorted(p for p in (_SEALED.get(Path(run)) or read_seal(run)) if p.name == "env.json")
@@ -649,6 +698,8 @@ def main(argv=None) -> int:
     info.to_csv(a.out / "runs.csv", index=False)
     environment(run_dirs).to_csv(a.out / "environment.csv", index=False)
     launch_cost(pr, info).to_csv(a.out / "launch_cost.csv", index=False)
+    sampling(timings).to_csv(a.out / "sampling.csv", index=False)
+    snapshots(run_dirs).to_csv(a.out / "snapshots.csv", index=False)
     for name in ("premise", "large_n"):      # Nsight away from the headline N: the N is the key's
         extra = load(run_dirs, f"ncu_{name}.csv", required=False)
         if not extra.empty:

@@ -14,6 +14,9 @@
   lengths and layouts (our last stage need not be our fastest); its column `leader` says so, as per_n.csv's and
   ours_stages.csv's do of their rows; gluon_leader.csv: the same for the Gluon stages (v19 on), apart, since they
   are a second kernel, sm_90 only, measured from run-18 on.
+- variation_n.csv: at each N and dtype of the sweep, each stage's and backend's run-to-run variation (highest run
+  over lowest, minus 1, in percent) of its time and of its ratio to cuDNN, the runs that hold it and the repeats
+  behind each run's median (lowest and highest): the noise of each per-N figure, which grows with N.
 
 Our last stage is the last measured Triton one (per_run.csv's role `last`): a stage registered but not yet measured is in
 none of these tables.
@@ -65,7 +68,8 @@ def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
             .rename("roof_tflops"))
     keep = s.variant.isin(selection.ALL_STAGES) | s.impl.isin(selection.TORCH)
     ratio_time = [selection.RATIO_TIME] if selection.RATIO_TIME != "time_us" else []
-    s = s[keep][["run", "variant", "impl", "N", "dtype", "time_us", *ratio_time, "B", "H", "D", "causal"]].copy()
+    s = s[keep].reindex(columns=["run", "variant", "impl", "N", "dtype", "time_us", *ratio_time, "repeats", "B", "H",
+                                 "D", "causal"])    # repeats: NaN where per_run has none
     s["tflops"] = attention_flops(s.B, s.H, s.N, s.D, s.causal) / (s.time_us * 1e-6) / 1e12
     s = s.join(roof, on=["run", "dtype"])
     s["pct_roof"] = 100 * s.tflops / s.roof_tflops
@@ -136,6 +140,26 @@ def leader_table(p: pd.DataFrame, stages=tuple(selection.TRITON_OURS)) -> pd.Dat
     return t
 
 
+def group(variant: str) -> str:
+    """'article' (v0-v7), 'ours' (our stages), or the PyTorch backend's name."""
+    return ("article" if variant in selection.STAGES else "ours" if variant in selection.OUR_STAGES else variant)
+
+
+def variation_n(p: pd.DataFrame) -> pd.DataFrame:
+    """Per dtype, N and variant of per_n.csv: the run-to-run variation (max/min - 1, percent) of the time and of the
+    within-run ratio to cuDNN, the runs, and the repeats behind a run's median (lowest, highest)."""
+    columns = ["dtype", "N", "variant", "group", "runs", "time_var_pct", "x_cudnn_var_pct", "repeats_lo",
+               "repeats_hi"]
+    if p.empty:
+        return pd.DataFrame(columns=columns)
+    g = p.groupby(["dtype", "N", "variant"])
+    out = pd.DataFrame({"runs": g.run.nunique(), "time_var_pct": 100 * (g.time_us.max() / g.time_us.min() - 1),
+                        "x_cudnn_var_pct": 100 * (g.x_cudnn.max() / g.x_cudnn.min() - 1),
+                        "repeats_lo": g.repeats.min(), "repeats_hi": g.repeats.max()}).reset_index()
+    out["group"] = out.variant.map(group)
+    return out[columns]
+
+
 def main(input, output) -> None:
     pr = pd.read_csv(input.per_run)
     p = per_n(pr, pd.read_csv(input.ceilings))
@@ -147,6 +171,7 @@ def main(input, output) -> None:
     lead.to_csv(output.leader, index=False)
     leader_table(p, tuple(selection.GLUON_STAGES)).to_csv(output.gluon_leader, index=False)
     best_per_n(p, leader, last_stage(pr)).to_csv(output.best, index=False)
+    variation_n(p).to_csv(output.variation_n, index=False)
 
 
 if __name__ == "__main__":                  # run by Snakemake's script: directive

@@ -12,7 +12,11 @@
   FlashAttention-2, registers and shared memory, and the prediction against the measurement;
 - per_n.tex: our leading stage (the fastest of ours across lengths) against cuDNN and FlashAttention-2 at each N,
   float16 and bfloat16, the ratios of the kernels alone (selection.RATIO_TIME), with each N's twin band;
-- predictions.tex: every prediction written before a stage was measured, beside the measurement.
+- predictions.tex: every prediction written before a stage was measured, beside the measurement;
+- variation.tex: at each N of the sweep, the samples per repeat and repeats per run behind each median, and the
+  run-to-run variation of the stages' and backends' times and of the ratios to cuDNN;
+- sampling.tex: each set of the plan: its lengths, the runs that timed it, the repeats per run and the samples per
+  repeat.
 
 One job per table (the rule `tables`, its wildcard the table's name). Each table reads only the aggregated CSV files
 its rule names (workflow/rules/paper.smk) and formats them (pipeline.latex); nothing is computed here that a figure
@@ -113,6 +117,51 @@ def per_n_table(per_n: Path, best_per_n: Path, out: Path) -> None:
             r"twin \%": fmt(best.loc[(dtype, N), "twin_pct"], 1) if (dtype, N) in best.index else "--",
         })
     latex(pd.DataFrame(rows), out, "lrrrrrrrrrrlr")
+
+
+def _lohi(lo, hi, nd: int = 0) -> str:
+    """'lo--hi', or one number where both are the same."""
+    return fmt(lo, nd) if fmt(lo, nd) == fmt(hi, nd) else f"{fmt(lo, nd)}--{fmt(hi, nd)}"
+
+
+def variation_table(variation_n: Path, sampling: Path, out: Path) -> None:
+    v = pd.read_csv(variation_n)
+    smp = pd.read_csv(sampling)
+    smp = smp[smp.set == "n_sweep"].set_index(["dtype", "N"])
+    rows = []
+    for (dtype, N), g in v.groupby(["dtype", "N"]):
+        by = g.set_index("variant")
+        most = lambda grp, col: g[g.group == grp][col].max()  # noqa: E731
+        arg = lambda grp, col: g.loc[g[g.group == grp][col].idxmax(), "variant"]  # noqa: E731
+        rows.append({
+            "dtype": dtype.replace("float", "fp").replace("bfp", "bf"), "N": str(N),
+            "runs": _lohi(g.runs.min(), g.runs.max()),
+            "repeats / run": _lohi(g.repeats_lo.min(), g.repeats_hi.max()),
+            "samples / repeat": (_lohi(smp.loc[(dtype, N), "samples_lo"], smp.loc[(dtype, N), "samples_hi"])
+                                 if (dtype, N) in smp.index else "--"),
+            r"time v0--v7 \%": f"{fmt(most('article', 'time_var_pct'), 1)} ({arg('article', 'time_var_pct')})",
+            r"time ours \%": f"{fmt(most('ours', 'time_var_pct'), 1)} ({arg('ours', 'time_var_pct')})",
+            r"time cuDNN \%": fmt(by.time_var_pct.get("torch-cudnn"), 1),
+            r"time FA2 \%": fmt(by.time_var_pct.get("torch-flash"), 1),
+            r"$\times$ cuDNN v0--v7 \%": fmt(most("article", "x_cudnn_var_pct"), 1),
+            r"$\times$ cuDNN ours \%": f"{fmt(most('ours', 'x_cudnn_var_pct'), 1)} ({arg('ours', 'x_cudnn_var_pct')})",
+        })
+    latex(pd.DataFrame(rows), out, "lrrrrrrrrrr")
+
+
+def sampling_table(sampling: Path, out: Path) -> None:
+    smp = pd.read_csv(sampling)
+    rows = []
+    for name, g in smp.groupby("set", sort=False):
+        ns = sorted(g.N.unique())
+        rows.append({
+            "set": tex_escape(name), "N": ", ".join(str(n) for n in ns),
+            "dtype": ", ".join(sorted(d.replace("float", "fp").replace("bfp", "bf") for d in g.dtype.unique())),
+            "runs": _lohi(g.runs.min(), g.runs.max()),
+            "repeats / run": _lohi(g.repeats_lo.min(), g.repeats_hi.max()),
+            "samples / repeat": _lohi(g.samples_lo.min(), g.samples_hi.max()),
+        })
+    latex(pd.DataFrame(rows), out, "lllrrr")
 
 
 # A longtable: it grows with every stage registered, past a page.
@@ -280,6 +329,8 @@ TABLES = {
     "ours": lambda i, out: ours_table(i.ours_stages, i.predictions, i.build, out),
     "per_n": lambda i, out: per_n_table(i.per_n, i.best_per_n, out),
     "predictions": lambda i, out: predictions_table(i.predictions, out),
+    "variation": lambda i, out: variation_table(i.variation_n, i.sampling, out),
+    "sampling": lambda i, out: sampling_table(i.sampling, out),
 }
 
 

@@ -23,6 +23,12 @@ def values(correctness: Path, cpu: Path, timings: Path) -> Values:
     ok = checks[checks.status == "ok"]
     v.macro("WorstErrFp", scientific(ok[ok.dtype == "float16"].rel_error.max()))
     v.macro("WorstErrBf", scientific(ok[ok.dtype == "bfloat16"].rel_error.max()))
+    # PyTorch's default SDPA on the same inputs, against the same float64 reference: its worst error, and ours over
+    # its in the check where that is largest (checks where PyTorch's error is 0 left out: no ratio)
+    v.macro("WorstErrTorchFp", scientific(ok[ok.dtype == "float16"].torch_default_rel_error.max()))
+    v.macro("WorstErrTorchBf", scientific(ok[ok.dtype == "bfloat16"].torch_default_rel_error.max()))
+    both = ok[ok.torch_default_rel_error > 0]
+    v.macro("ErrOverTorchMax", f"{(both.rel_error / both.torch_default_rel_error).max():.2f}")
     v.macro("ChecksOk", len(ok))
     v.macro("ChecksWrong", int((checks.status == "WRONG").sum()))
     bench = pd.read_csv(timings, usecols=["status"]).status

@@ -39,10 +39,17 @@ def values(large_n_table: Path, large_n: Path) -> Values:
             for (n, short), r in wide[[st, "torch-cudnn"]].dropna().iterrows():
                 if short in QUOTED["ln_vs_cudnn"]:
                     v.put("ln_vs_cudnn", f"{st}@{n}", short, f"{100 * (r[st] / r['torch-cudnn'] - 1):+.0f}")
+    # The best tensor-pipe activity of our stages at the longest N profiled, the N where the text sets it beside
+    # cuDNN's (one scope for the abstract, the section and the conclusion).
     ours = t[t.variant.isin(OUR_STAGES) & (t.short == "Tensor")]
+    ours = ours[ours.N == ours.N.max()]
     if not ours.empty:
         v.macro("LnOursTensorMax", fixed(ours.value.max()))
         v.macro("LnOursTensorMaxStage", ours.loc[ours.value.idxmax(), "variant"])
+        v.macro("LnOursTensorN", int(ours.N.max()))
+    # Our stages whose long-sequence figures rest on one run's profile (the median of one is that run's figure).
+    runs = t[t.variant.isin(OUR_STAGES)].groupby("variant").runs.max()
+    v.macro("LnSingleRunStages", listing([s for s in OUR_STAGES if runs.get(s) == 1]))
     v.macro("LnRuns", listing(sorted(set(pd.read_csv(large_n, usecols=["run"]).run))))
     return v
 

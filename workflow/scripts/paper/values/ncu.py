@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels.stages import previous_stage, stage_adding
+from kernels.stages import STAGES as REGISTRY, previous_stage, stage_adding
 
 from pipeline.latex import Values, fixed
 from pipeline.selection import BASELINE, FINAL, FINAL_NO_WS, at_article_tile
@@ -28,6 +28,21 @@ def values(ncu: Path, build: Path) -> Values:
     ws = stage_adding("warp_specialize")
     for st in (previous_stage(previous_stage(ws)), previous_stage(ws), ws):
         v.put("ncu", st, "reg_blocks", fixed(med[(st, "launch__occupancy_limit_registers")]))
+    v.put("ncu", ws, "smem_blocks", fixed(med[(ws, "launch__occupancy_limit_shared_mem")]))
+    # The stages before warp specialization where shared memory allows no more blocks per SM than the registers:
+    # there it limits occupancy as much as they do. Runs of stages with the same limit: '4 at v0--v1, 3 at v2--v4'.
+    order = list(REGISTRY)
+    runs = []
+    for st in order[order.index(BASELINE):order.index(ws)]:
+        smem, regs = med[(st, "launch__occupancy_limit_shared_mem")], med[(st, "launch__occupancy_limit_registers")]
+        if smem <= regs:
+            if runs and runs[-1][0] == smem and runs[-1][2] == previous_stage(st):
+                runs[-1][2] = st
+            else:
+                runs.append([smem, st, st])
+    v.macro("SmemCoLimitStages", f"{runs[0][1]}--{runs[-1][2]}" if runs else "none")
+    v.macro("SmemCoLimitText", ", ".join(f"{fixed(n)} at {a}" + (f"--{b}" if b != a else "") for n, a, b in runs)
+            if runs else "none")
     ops = raw[raw.metric == "sass__inst_executed_per_opcode"].groupby(["variant", "instance"]).value.median()
 
     def thousands(variant, opcode):

@@ -72,10 +72,20 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
         bd = best[best.dtype == dt].set_index("N")
         v.put("best", dt, "not_lead", listing([f"{r.best} at $N={n}$ ({fixed(r.x_cudnn, 2)}$\\times$)"
                                                for n, r in bd.iterrows() if r.best != LEAD]))
+    # Where a stage after the leading one is the fastest of ours (float16), with its ratio and the leading stage's.
+    bf = best[(best.dtype == "float16") & best.best.isin(after)]
+    parts = []
+    for st, g in bf.groupby("best", sort=False):
+        xs = lambda col: listing([f"{fixed(x, 2)}$\\times$" for x in g[col]])  # noqa: E731
+        parts.append(f"{st} at $N=$ {listing([str(n) for n in g.N])} (float16: {xs('x_cudnn')} cuDNN's time, against "
+                     f"{LEAD}'s {xs('leader_x_cudnn')})")
+    v.macro("AfterLeadBest", listing(parts))
     big = lead[(lead.dtype == "float16") & (lead.N == lead.N.max())]
     cud = p[(p.variant == "torch-cudnn") & (p.dtype == "float16") & (p.N == lead.N.max()) & p.run.isin(big.run)]
     v.macro("LeadMaxN", int(lead.N.max()))
     v.macro("LeadMaxNTflops", fixed(big.tflops.median()))
+    v.macro("LeadMaxNTflopsRange", f"{fixed(big.tflops.min())}--{fixed(big.tflops.max())}")
+    v.macro("CudnnMaxNTflopsRange", f"{fixed(cud.tflops.min())}--{fixed(cud.tflops.max())}")
     v.macro("LeadMaxNPctRoof", fixed(big.pct_roof.median()))
     v.macro("CudnnMaxNTflops", fixed(cud.tflops.median()))
     v.macro("CudnnMaxNPctRoof", fixed(cud.pct_roof.median()))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels.stages import BASELINE
+from kernels.stages import BASELINE, BEYOND
 
-from pipeline.latex import Values, fixed
+from pipeline.latex import Values, count_word, fixed
 from pipeline.selection import TORCH
 
 
@@ -30,6 +30,8 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
     v.macro("MaxTimeVariation", fixed(var.time_us_run_to_run_pct.max(), 1))
     v.macro("MaxRatioVariation", fixed(var[["pct_of_torch-flash_run_to_run_pct",
                                              "pct_of_torch-default_run_to_run_pct"]].max().max(), 1))
+    # Our Triton switches that also turn off switches they replace (kernels/stages.py: Switch.replaces).
+    v.macro("OursReplacingCount", count_word(sum(1 for s in BEYOND.values() if s.replaces)))
     r = pd.read_csv(runs, keep_default_na=False)
     v.macro("NumRuns", len(r))
     v.macro("NumGPUsRecorded", len({u for uuids in r.gpu_uuids for u in uuids.split()}))

@@ -22,14 +22,19 @@ def values(per_run: Path, ceilings: Path) -> Values:
     layout = {k: x for k, x in HEADLINE.items() if k != "N"}
     sw = pr[pr.set.fillna("").str.contains("n_sweep") & where(pr, **layout)]
     sw = sw[sw.N == sw.N.max()]
-    tf = (attention_flops(sw.B, sw.H, sw.N, sw.D, sw.causal) / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant)
-    tf = tf.median()
+    per = (attention_flops(sw.B, sw.H, sw.N, sw.D, sw.causal) / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant)
+    tf, lo, hi = per.median(), per.min(), per.max()           # each run's TFLOP/s: median and range over runs
     v.macro("SweepMaxN", int(sw.N.max()))
     for variant in (BASELINE, CAUSAL_SKIP_STAGE, FINAL, "torch-flash", "torch-default"):
         v.put("sweep", variant, "tflops", fixed(tf[variant]))
+        v.put("sweep", variant, "tflops_range", f"{fixed(lo[variant])}--{fixed(hi[variant])}")
     ceil = pd.read_csv(ceilings)
-    v.macro("PeakFpSixteen", fixed(ceil[(ceil.quantity == "matmul_tflops") & (ceil.dtype == "float16")].value.median()))
-    v.macro("CopyBandwidth", fixed(ceil[ceil.quantity == "copy_gbps"].value.median() / 1000, 2))
+    mm = ceil[(ceil.quantity == "matmul_tflops") & (ceil.dtype == "float16")].value
+    cp = ceil[ceil.quantity == "copy_gbps"].value / 1000
+    v.macro("PeakFpSixteen", fixed(mm.median()))
+    v.macro("PeakFpSixteenRange", f"{fixed(mm.min())}--{fixed(mm.max())}")     # over every measurement of the runs
+    v.macro("CopyBandwidth", fixed(cp.median(), 2))
+    v.macro("CopyBandwidthRange", f"{fixed(cp.min(), 2)}--{fixed(cp.max(), 2)}")
     return v
 
 
