@@ -40,6 +40,7 @@ rule gpu_check:
         f"{STAGING}/{{run}}/{BENCH}/gpu_check.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("gpu_check"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
         gpu=GPU,
@@ -76,6 +77,7 @@ rule compile:
     threads: 8
     resources:
         gpu=1,
+        **job_memory.resources("compile"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -99,6 +101,7 @@ rule bench:
     threads: 8
     resources:
         gpu=1,
+        **job_memory.resources("bench"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -126,6 +129,7 @@ rule qwen3_e2e:
         f"{STAGING}/{{run}}/{BENCH}/qwen3_e2e.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("qwen3_e2e"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -153,6 +157,7 @@ rule profile:
         f"{STAGING}/{{run}}/{BENCH}/profile.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("profile"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -175,6 +180,7 @@ rule timer_check:
         f"{STAGING}/{{run}}/{BENCH}/timer_check.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("timer_check"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -196,6 +202,7 @@ rule ceilings:
         f"{STAGING}/{{run}}/{BENCH}/ceilings.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("ceilings"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
