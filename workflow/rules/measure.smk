@@ -31,7 +31,8 @@ rule gpu_check:
     """The first GPU step: the GPU(s) detected here (torch.cuda.get_device_name, else nvidia-smi), slugged by
     pipeline.gpu_env.gpu_slug, must be config gpu (`make measure GPU=...`), the folder data/<gpu>/ the run goes to;
     another GPU is refused before anything is measured: compile and verify_gpu, which every timing waits for, wait
-    for it (plan and theory, CPU steps, need no GPU). Written into the run (gpu.json), sealed with it."""
+    for it, and so does the plan, which it tells the GPU's compute capability. Written into the run (gpu.json),
+    sealed with it."""
     output:
         GPU_CHECK,
     log:
@@ -49,8 +50,12 @@ rule gpu_check:
 
 
 rule plan:
-    """The measurement plan as this run sees it (config/config.yaml and any --config override), written into the
-    run: the GPU steps read it from there, and it is sealed with the data it produced."""
+    """The measurement plan as this run sees it (config/config.yaml and any --config override), adapted to the GPU
+    gpu_check detected (the variants its compute capability cannot run, the Gluon stages off Hopper, left out and
+    recorded in the plan's `arch`), written into the run: the GPU steps read it from there, and it is sealed with the
+    data it produced."""
+    input:
+        gpu=GPU_CHECK,
     output:
         PLAN_FILE,
     log:
