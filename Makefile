@@ -45,6 +45,7 @@ lock: $(VENV)/.installed
 tex:
 	@command -v latexmk >/dev/null && command -v pdftotext >/dev/null || { \
 	  if command -v apt-get >/dev/null; then \
+	    echo "make tex: installing Debian's $(TEX_PACKAGES) system-wide (apt-get$(if $(SUDO), through $(SUDO)))"; \
 	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 	      --no-install-recommends $(TEX_PACKAGES) >/dev/null; \
 	  else \
@@ -55,13 +56,16 @@ tex:
 	    exit 1; \
 	  fi; }
 
-## slurm: Slurm and MUNGE for the SLURM test: installed from Debian's packages where apt-get exists, else what to
-##        install is said (the test then fails, naming what is missing)
+## slurm: Slurm and MUNGE for the SLURM test: installed from Debian's packages where apt-get exists (system-wide;
+##        said before), else what to install is said (the test then fails, naming what is missing)
 slurm:
 	@export PATH="$$PATH:/usr/sbin:/sbin"; \
 	command -v sbatch >/dev/null && command -v slurmctld >/dev/null && command -v slurmd >/dev/null && \
 	  command -v munged >/dev/null || { \
 	  if command -v apt-get >/dev/null; then \
+	    echo "make slurm: installing Debian's $(SLURM_PACKAGES) system-wide (apt-get$(if $(SUDO), through $(SUDO))) for \
+	tests/test_slurm.py, which starts munged, slurmctld and slurmd of its own while it runs (and stops them by their \
+	PIDs). Not wanted: make test SLURM=0 (the SLURM test is then skipped, saying so)"; \
 	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
 	      --no-install-recommends $(SLURM_PACKAGES) >/dev/null; \
 	  else \
@@ -88,9 +92,12 @@ paper: $(VENV)/.installed tex
 	$(BIN)/snakemake --profile profiles/cpu
 	@echo "built results/paper.pdf"
 
-## test: the whole test suite on the CPU, the pipeline end to end included
-test: $(VENV)/.installed tex slurm
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -q tests
+## test: the whole test suite on the CPU, the pipeline end to end included. Installs what is missing first, saying
+##       so: TeX (make tex) and Slurm with MUNGE (make slurm: system-wide, with apt-get; the SLURM test starts their
+##       daemons). SLURM=0: neither installs Slurm nor runs the SLURM test, which is skipped, saying why
+SLURM ?= 1
+test: $(VENV)/.installed tex $(if $(filter 0,$(SLURM)),,slurm)
+	$(if $(filter 0,$(SLURM)),FA2_SKIP_SLURM=1 )$(BIN)/python -m pytest -n $(JOBS) --dist loadfile -q tests
 
 ## compare: your run against the paper: make compare RUN=<run folder> (a sealed run folder, anywhere, or a name
 ##          under data/$(GPU)/). Writes results/compare/<run>/compare.md, .html and .csv: each headline time and

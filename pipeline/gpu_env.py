@@ -192,8 +192,10 @@ def main(argv=None) -> int:
         except GpuMismatch as err:
             print(f"gpu_env check: {err}", file=sys.stderr)
             return 1
+        from .gpu_arch import detected_capabilities  # what the plan may run on it (pipeline.plan.adapt)
+        found["capabilities"] = detected_capabilities()
         write(Path(argv[2]), found)
-        print(f"gpu_env check: {found['gpus']} -> data/{argv[1]}/")
+        print(f"gpu_env check: {found['gpus']} (compute capability {found['capabilities']}) -> data/{argv[1]}/")
         return 0
     if argv == ["slug"]:
         slugs = sorted({gpu_slug(n) for n in detected_names()})

@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernels.shapes import HEADLINE, Shape
-from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, default_tile, extended, last_ablations,
-                            leave_one_out, resolve_variant, stage_of, switches_label)
+from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, default_tile, extended, is_gluon,
+                            last_ablations, leave_one_out, resolve_variant, stage_of, switches_label)
 
 from . import config_check, keys
 
@@ -111,7 +111,7 @@ def expand(m: dict, sets=SETS) -> list:
         first = merged.setdefault(e.key, e)
         if first is not e and e.set not in first.set.split(","):
             merged[e.key] = replace(first, set=f"{first.set},{e.set}", layout=first.layout or e.layout)
-    return list(merged.values())
+    return runnable(list(merged.values()), m)
 
 
 def repeats(entry: Entry, m: dict) -> int:
@@ -127,9 +127,9 @@ def profile_entries(m: dict) -> list:
                    Tile(x["block_m"], x["block_n"], x["num_warps"], x["num_stages"])) for x in p.get("extra", [])]
     for e in extra:
         resolve_variant(e.variant)
-    return ([Entry("profile", "triton", v, HEADLINE, default_tile(resolve_variant(v), HEADLINE.D, HEADLINE.N))
-             for v in p["variants"]] + extra
-            + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]])
+    return runnable([Entry("profile", "triton", v, HEADLINE, default_tile(resolve_variant(v), HEADLINE.D, HEADLINE.N))
+                     for v in p["variants"]] + extra
+                    + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]], m)
 
 
 def premise_entries(m: dict) -> list:
@@ -138,8 +138,8 @@ def premise_entries(m: dict) -> list:
     p = m["profile"].get("premise")
     if not p:
         return []
-    return [Entry("premise", "triton", v, Shape(**{**HEADLINE.as_dict(), "N": int(n)}), Tile())
-            for n in p["N"] for v in p["variants"]]
+    return runnable([Entry("premise", "triton", v, Shape(**{**HEADLINE.as_dict(), "N": int(n)}), Tile())
+                     for n in p["N"] for v in p["variants"]], m)
 
 
 def large_n_entries(m: dict) -> list:
@@ -155,7 +155,70 @@ def large_n_entries(m: dict) -> list:
         out += [Entry("large_n", "triton", v, shape, default_tile(resolve_variant(v), shape.D, shape.N))
                 for v in p["variants"]]
         out += [Entry("large_n", impl, impl, shape) for impl in p["torch_impls"]]
-    return out
+    return runnable(out, m)
+
+
+# ------------------------------------------------------------------------------ what the run's GPU can run
+# A run's plan (its plan.yaml, written by the rule plan once the first GPU step, gpu_check, has recorded the GPU's
+# compute capability in gpu.json) carries `arch`: the capability and the variants left out because that GPU cannot
+# run them. Every expansion above leaves those out; a plan without `arch` (config/config.yaml, the runs sealed before
+# it) expands to everything.
+HOPPER_ONLY = ("a Gluon variant (kernels/gluon_fwd.py) is built of Hopper's warpgroup MMA and TMA: it runs on compute "
+               "capability 9.x only (kernels.inputs.check_gluon_device, kernels.build.compile_gluon)")
+
+
+def needs_hopper(switches) -> bool:
+    """Whether a variant (its switches) runs on Hopper (compute capability 9.x) only: the Gluon stages and their
+    variants, per kernels.stages.is_gluon. Every Triton variant compiles for the other architectures too (the build
+    step compiles each for every arch of config build.archs)."""
+    return is_gluon(switches)
+
+
+def switches_run_on(switches, capability: str) -> bool:
+    """Whether a variant (its switches) runs on a GPU of this compute capability ("8.0", "9.0")."""
+    return not needs_hopper(switches) or str(capability).split(".")[0] == "9"
+
+
+def runs_on(entry: Entry, capability: str) -> bool:
+    """Whether the entry runs on a GPU of this compute capability; PyTorch's entries always do."""
+    return entry.impl != "triton" or switches_run_on(entry.switches, capability)
+
+
+def runnable(entries: list, m: dict) -> list:
+    """The entries the plan's GPU runs: all of them for a plan without `arch`."""
+    capability = (m.get("arch") or {}).get("capability")
+    return entries if capability is None else [e for e in entries if runs_on(e, str(capability))]
+
+
+def adapt(m: dict, capabilities) -> dict:
+    """The plan for a GPU of these compute capabilities (gpu.json's, one per GPU seen): `arch` added, with the
+    capability, the variants left out (in the plan's order) and why. One capability only (a run is of one GPU model);
+    a Qwen3 end-to-end stage that the GPU cannot run is refused, not left out (the step has one stage)."""
+    from .gpu_arch import sm
+
+    caps = sorted({str(c) for c in capabilities})
+    if len(caps) != 1:
+        raise ValueError(f"the GPU's compute capability is {'not known' if not caps else f'not one: {caps}'} "
+                         f"(gpu.json, rule gpu_check): the plan cannot say which stages this GPU runs")
+    capability = caps[0]
+    sm(capability)                                             # a capability, or ValueError
+    base = {k: v for k, v in m.items() if k != "arch"}
+    every = expand(base) + profile_entries(base) + premise_entries(base) + large_n_entries(base)
+    skipped = list(dict.fromkeys(e.variant for e in every if not runs_on(e, capability)))
+    stage = (base.get("qwen3_e2e") or {}).get("stage")
+    if stage and not runs_on(Entry("qwen3_e2e", "triton", stage, HEADLINE), capability):
+        raise ValueError(f"plan.qwen3_e2e.stage {stage} cannot run on this GPU (compute capability {capability}): "
+                         f"{HOPPER_ONLY}; set plan.qwen3_e2e.stage to a Triton stage (e.g. v13)")
+    return {**base, "arch": {"capability": capability, "skipped": skipped, "why": HOPPER_ONLY if skipped else ""}}
+
+
+def skipped_of(plan_yaml: Path) -> dict:
+    """A run's record of what its GPU could not run (its plan.yaml's `arch`): capability ("" where the run predates
+    the record) and the variants skipped."""
+    if not Path(plan_yaml).exists():
+        return {"capability": "", "skipped": []}
+    arch = (config_check.load_yaml(plan_yaml).get("plan") or {}).get("arch") or {}
+    return {"capability": str(arch.get("capability") or ""), "skipped": list(arch.get("skipped") or [])}
 
 
 def duration_entries(m: dict) -> list:

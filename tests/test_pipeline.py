@@ -173,22 +173,31 @@ def test_a_nested_config_value_is_taken_as_yaml(config, archs, rep_ms):
     assert jobs(proc.stdout)["build_variants"] == archs
 
 
-def test_a_nested_config_value_reaches_a_runs_plan_with_its_types():
+def test_a_nested_config_value_reaches_a_runs_plan_with_its_types(tmp_path):
     """The plan a GPU run's steps read (the rule plan writes it from the config Snakemake holds) has the nested
-    --config values as numbers, merged into the config's plan as Snakemake merges them."""
+    --config values as numbers, merged into the config's plan as Snakemake merges them. The plan waits for the first
+    GPU step (gpu_check), whose GPU is faked here (an H200: tests/fake_gpu.py)."""
     import yaml
+    from fake_gpu import env_with, fake_nvidia_smi
+    from pipeline_run import one_at_a_time
     run = "run-config-test"
     plan_file = ROOT / "results" / "staging" / "nvidia-h200" / run / "plan.yaml"
+    env = env_with(ENV, fake_nvidia_smi(tmp_path / "bin", "NVIDIA H200", "9.0"), ROOT, tmp_path)
     try:
-        proc = snakemake("--cores", "1", str(plan_file.relative_to(ROOT)), "--config", "measure=True", f"run={run}",
-                         "plan={bench.rep_ms: 40, bench: {settle_tol_pct: .5}, qwen3_e2e: {layers: {0.6B: 2}}}")
+        with one_at_a_time():
+            proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--resources", "gpu=1",
+                                   str(plan_file.relative_to(ROOT)), "--config", "measure=True", f"run={run}",
+                                   "plan={bench.rep_ms: 40, bench: {settle_tol_pct: .5}, qwen3_e2e: {layers: {0.6B: 2}}}"],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-1500:]
         plan = yaml.safe_load(plan_file.read_text())["plan"]
     finally:
         shutil.rmtree(plan_file.parent, ignore_errors=True)
-        (ROOT / "logs" / "plan" / f"{run}.log").unlink(missing_ok=True)
+        for step_name in ("plan", "gpu_check"):
+            (ROOT / "logs" / step_name / f"{run}.log").unlink(missing_ok=True)
     assert plan["bench"]["rep_ms"] == 40 and plan["bench"]["settle_tol_pct"] == 0.5 and plan["bench"]["min_samples"] == 25
     assert plan["qwen3_e2e"]["layers"] == {"0.6B": 2, "32B": 2} and "bench.rep_ms" not in plan
+    assert plan["arch"] == {"capability": "9.0", "skipped": [], "why": ""}          # an H200 runs every stage
 
 
 def test_a_key_given_twice_in_a_config_file_is_refused(tmp_path):

@@ -9,7 +9,7 @@ fails there for want of a real GPU. The daemons are stopped by their PIDs when t
 
 Needs root (slurmd launches the jobs) and Slurm with MUNGE (`make slurm` installs them from Debian's packages; CI
 runs `make test` as root). Not root: skipped, saying why, unless FA2_REQUIRE_SLURM=1 (set by .ci/run), which makes
-it a failure."""
+it a failure. FA2_SKIP_SLURM=1 (`make test SLURM=0`): skipped, saying so."""
 import os
 import re
 import secrets
@@ -208,8 +208,16 @@ PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                     RUN_CONF.parent.rmdir()
 
 
+SKIP_SLURM = ("FA2_SKIP_SLURM=1 (make test SLURM=0): the SLURM test did not run; plain `make test` runs it (it "
+              "installs Slurm and MUNGE system-wide where they are missing, and starts their daemons)")
+
+
 def preflight():
     """What the test needs of the machine, each lack said with its remedy."""
+    if os.environ.get("FA2_SKIP_SLURM") == "1":
+        if os.environ.get("FA2_REQUIRE_SLURM") == "1":
+            pytest.fail("FA2_SKIP_SLURM=1 and FA2_REQUIRE_SLURM=1: the SLURM test is both skipped and required")
+        pytest.skip(SKIP_SLURM)
     missing = [c for c in DAEMONS + CLIENTS if not shutil.which(c, path=SBIN_PATH)]
     if missing:
         pytest.fail(f"Slurm and MUNGE are needed for this test, and {missing} are not installed: `make slurm` "
@@ -322,7 +330,7 @@ def test_the_cpu_tier_runs_through_slurm(cluster, repo):
 def test_a_gpu_job_is_accepted_and_started(cluster, repo):
     """gpu_check, the first GPU rule of a run (every other GPU step waits for it), through the profile: sbatch gets
     --gpus=1 and no --ntasks-per-gpu, accepts it, and the scheduler starts it on the node with the GPU; its command
-    runs (gpu_pin's line in the rule's log) and fails for want of a real GPU."""
+    runs (gpu_pin's line in the rule's log: no lock, SLURM gave the job its GPU) and fails for want of a real GPU."""
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     run = "run-slurm-gpu"
     target = f"results/staging/{config['gpu']}/{run}/gpu.json"
@@ -344,6 +352,9 @@ def test_a_gpu_job_is_accepted_and_started(cluster, repo):
     assert f"Launching batch job {job} " in log and f"StepId={job}.0 " in log, log[-3000:]
     rule_log = repo / f"logs/gpu_check/{run}.log"
     assert rule_log.read_text().startswith("gpu_pin: running on GPU"), tail(rule_log)
+    # SLURM gave the job its GPU: gpu_pin takes no lock there (a lock keyed by the index every job sees, 0, would
+    # make the GPU jobs of a node wait for each other)
+    assert "(no lock: SLURM job " in rule_log.read_text().splitlines()[0], tail(rule_log)
     if state == "FAILED":
         assert proc.returncode != 0
     print(f"GPU job {job}: {state}; {flags.split(' -p ')[1] if ' -p ' in flags else flags}")

@@ -22,7 +22,7 @@ validate(config, schema="../../config/schema.yaml")
 
 from kernels.stages import ALL_SWITCHES
 from pipeline import plan as bench_plan  # the sets of the measurement plan (the library, installed with kernels)
-from pipeline import captions, seal
+from pipeline import captions, job_memory, seal  # job_memory: the GPU rules' mem_mb, from the committed peaks
 
 # A bad plan fails here, in a dry run, not inside a GPU job: unknown variants, shapes the kernel does not take, pairs
 # of bounds the wrong way round (min_samples > max_samples); the cross-check's waivers are checked below.

@@ -31,7 +31,8 @@ rule gpu_check:
     """The first GPU step: the GPU(s) detected here (torch.cuda.get_device_name, else nvidia-smi), slugged by
     pipeline.gpu_env.gpu_slug, must be config gpu (`make measure GPU=...`), the folder data/<gpu>/ the run goes to;
     another GPU is refused before anything is measured: compile and verify_gpu, which every timing waits for, wait
-    for it (plan and theory, CPU steps, need no GPU). Written into the run (gpu.json), sealed with it."""
+    for it, and so does the plan, which it tells the GPU's compute capability. Written into the run (gpu.json),
+    sealed with it."""
     output:
         GPU_CHECK,
     log:
@@ -40,6 +41,7 @@ rule gpu_check:
         f"{STAGING}/{{run}}/{BENCH}/gpu_check.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("gpu_check"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
         gpu=GPU,
@@ -48,8 +50,12 @@ rule gpu_check:
 
 
 rule plan:
-    """The measurement plan as this run sees it (config/config.yaml and any --config override), written into the
-    run: the GPU steps read it from there, and it is sealed with the data it produced."""
+    """The measurement plan as this run sees it (config/config.yaml and any --config override), adapted to the GPU
+    gpu_check detected (the variants its compute capability cannot run, the Gluon stages off Hopper, left out and
+    recorded in the plan's `arch`), written into the run: the GPU steps read it from there, and it is sealed with the
+    data it produced."""
+    input:
+        gpu=GPU_CHECK,
     output:
         PLAN_FILE,
     log:
@@ -76,6 +82,7 @@ rule compile:
     threads: 8
     resources:
         gpu=1,
+        **job_memory.resources("compile"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -99,6 +106,7 @@ rule bench:
     threads: 8
     resources:
         gpu=1,
+        **job_memory.resources("bench"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -126,6 +134,7 @@ rule qwen3_e2e:
         f"{STAGING}/{{run}}/{BENCH}/qwen3_e2e.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("qwen3_e2e"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -153,6 +162,7 @@ rule profile:
         f"{STAGING}/{{run}}/{BENCH}/profile.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("profile"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -175,6 +185,7 @@ rule timer_check:
         f"{STAGING}/{{run}}/{BENCH}/timer_check.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("timer_check"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:
@@ -196,6 +207,7 @@ rule ceilings:
         f"{STAGING}/{{run}}/{BENCH}/ceilings.tsv"
     resources:
         gpu=1,
+        **job_memory.resources("ceilings"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:

@@ -110,6 +110,7 @@ VALUES = {
     "arch": dict(build=rules.aggregate.output.build),
     "ablation": dict(per_run=rules.aggregate.output.per_run),
     "steps": dict(step_times=rules.step_times.output[0]),
+    "gpuarch": dict(runs=rules.aggregate.output.runs),
     "ours": dict(ours_stages=rules.ours.output.stages, per_n=rules.ours.output.per_n, leader=rules.ours.output.leader,
                  best_per_n=rules.ours.output.best, per_run=rules.aggregate.output.per_run,
                  predictions=rules.predictions.output[0], tuned_tiles="kernels/tuned_tiles.csv",

@@ -34,6 +34,7 @@ rule verify_gpu:
     threads: 8
     resources:
         gpu=1,
+        **job_memory.resources("verify_gpu"),  # mem_mb: its committed peak, with a margin
     params:
         py=PY,
     shell:

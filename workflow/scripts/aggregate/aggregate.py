@@ -530,16 +530,24 @@ def env_files(run) -> list:
 
 def run_info(run_dirs) -> pd.DataFrame:
     """Per run: when it started (the earliest env.json start), the project's commit(s) it ran, the GPU's L2 size,
-    the UUIDs of the GPUs it recorded."""
+    the UUIDs of the GPUs it recorded, the GPU's compute capability (env.json) and the variants its plan skipped as
+    that GPU cannot run them (its sealed plan.yaml's record, pipeline.plan.adapt: empty for none, and for the runs
+    sealed before the record)."""
+    from pipeline import plan as plan_lib
+
     rows = []
     for run in run_dirs:
         envs = [json.loads(p.read_text()) for p in env_files(run)]
+        listed = _SEALED.get(Path(run)) or read_seal(run)
+        arch = plan_lib.skipped_of(Path(run) / "plan.yaml") if Path(run) / "plan.yaml" in listed else {"skipped": []}
+        capability = " ".join(sorted({str(e["capability"]) for e in envs if e.get("capability")}))
         starts = sorted((e.get("start") or {}).get("time", "") for e in envs)
         commits = sorted({e.get("project_commit") or "not recorded" for e in envs})
         l2 = sorted({e["l2_bytes"] for e in envs if e.get("l2_bytes")})
         uuids = sorted({(e.get("start") or {}).get("uuid") for e in envs} - {None, ""})
         rows.append(dict(run=Path(run).name, started=starts[0] if starts else "", commit=" ".join(commits),
-                         l2_bytes=l2[0] if len(l2) == 1 else None, gpu_uuids=" ".join(uuids)))
+                         l2_bytes=l2[0] if len(l2) == 1 else None, gpu_uuids=" ".join(uuids),
+                         capability=capability, skipped=" ".join(arch["skipped"])))
     return pd.DataFrame(rows).sort_values("started").reset_index(drop=True)
 
 

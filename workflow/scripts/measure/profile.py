@@ -166,6 +166,8 @@ def main(argv=None) -> int:
     ap.add_argument("--config", type=Path, required=True, help="the plan: config/config.yaml, or a run's plan.yaml")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
+    from pipeline import ncu_permission  # the counters' permission first: refused, the fix is named (ERR_NVGPUCTRPERM)
+    ncu_permission.check(log=lambda msg: print(msg, flush=True))
     run(a.config, a.out, log=lambda msg: print(msg, flush=True), env={"argv": sys.argv})
     return 0
 

@@ -173,6 +173,19 @@ def main(argv=None) -> int:
         return verify(args)
 
 
+def skip_what_this_gpu_cannot_run(grid: list, capability: str | None = None) -> list:
+    """The cases this GPU runs (pipeline.plan.needs_hopper: the Gluon variants on compute capability 9.x only); the
+    others are left out, and said."""
+    from pipeline import gpu_arch, plan
+    capability = capability or (gpu_arch.detected_capabilities() or [None])[0]
+    kept = [c for c in grid if capability is None or plan.switches_run_on(c.switches, capability)]
+    skipped = sorted({c.variant for c in grid} - {c.variant for c in kept})
+    if skipped:
+        print(f"verify: skipped on this GPU (compute capability {capability}): {len(grid) - len(kept)} cases of "
+              f"{', '.join(skipped)}: {plan.HOPPER_ONLY}", flush=True)
+    return kept
+
+
 def verify(args) -> int:
     """The run, under the folder's lock: resume (or begin) the partial file, run every case still to do, write
     correctness.csv when none is wrong."""
@@ -183,6 +196,8 @@ def verify(args) -> int:
         return 0
     grid = [c for c in (cpu_cases(args.N) if args.device == "cpu" else cases(args.quick))
             if not args.stages or c.variant in args.stages]
+    if args.device == "cuda":                     # what this GPU can run (pipeline.plan: the Gluon stages on Hopper)
+        grid = skip_what_this_gpu_cannot_run(grid)
     now = origin.current(SCRIPT, {"device": args.device, "cases": [c.key for c in grid]},
                          "the case list (--device, --N, --quick, --stages)")
     before = partial_csv.resume(partial, COLUMNS, "verify.py", now, _valid)
