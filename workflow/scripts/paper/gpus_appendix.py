@@ -15,8 +15,10 @@ import pandas as pd
 
 from pipeline.latex import escape, listing
 
-VERDICTS = (("holds", "hold"), ("partly", "hold partly"), ("does not hold", "do not hold"),
-            ("not testable", "are not testable here"))
+# Each claim verdict of claims.py, as the text says it of one claim and of several.
+VERDICTS = (("holds", "holds", "hold"), ("partly", "holds partly", "hold partly"),
+            ("does not hold", "does not hold", "do not hold"),
+            ("not testable", "is not testable here", "are not testable here"))
 
 
 def section(gpu: str, main_gpu: str, runs: Path, environment: Path, claims: Path, stages: Path, per_n: Path,
@@ -30,22 +32,26 @@ def section(gpu: str, main_gpu: str, runs: Path, environment: Path, claims: Path
     name = escape(" / ".join(names))
     c = pd.read_csv(claims)
     verdicts = c.groupby("claim", sort=False).claim_verdict.first()
-    unknown = set(verdicts) - {v for v, _ in VERDICTS}
+    unknown = set(verdicts) - {v for v, *_ in VERDICTS}
     if unknown:
         raise ValueError(f"{claims}: claim verdicts {sorted(unknown)} this appendix cannot say")
-    said = [f"{listing(list(verdicts[verdicts == v].index))} {words}" for v, words in VERDICTS if (verdicts == v).any()]
+    said = [f"{listing(these)} {one if len(these) == 1 else several}" for v, one, several in VERDICTS
+            if (these := list(verdicts[verdicts == v].index))]
     n = len(r)
+    one = n == 1
     label = f"gpu-{gpu}"
     head = (f"\\section{{Runs on {name}}}\\label{{sec:{label}}}\n"
-            f"The {'run' if n == 1 else f'{n} runs'} of \\texttt{{data/{escape(gpu)}/}} "
-            f"({listing([escape(x) for x in r.run])}) {'was' if n == 1 else 'were'} measured on {name}, the GPU their "
-            f"\\texttt{{env.json}} files name. {'It is' if n == 1 else 'They are'} aggregated apart from the runs of "
-            f"\\texttt{{data/{escape(main_gpu)}/}}, by the same steps and rules, and no number of "
-            f"{'it' if n == 1 else 'them'} enters the sections above. "
-            f"Table~\\ref{{tab:{label}-stages}} is Table~\\ref{{tab:stages}} of {'this run' if n == 1 else 'these runs'}, "
+            f"The {'run' if one else f'{n} runs'} of \\texttt{{data/{escape(gpu)}/}} "
+            f"({listing([escape(x) for x in r.run])}) {'was' if one else 'were'} measured on {name}, the GPU "
+            f"{'its' if one else 'their'} \\texttt{{env.json}} files name. {'It is' if one else 'They are'} "
+            f"aggregated apart from the runs of \\texttt{{data/{escape(main_gpu)}/}}, by the same steps and rules, "
+            f"and no number of {'it' if one else 'them'} enters the sections above. "
+            f"Table~\\ref{{tab:{label}-stages}} is Table~\\ref{{tab:stages}} of {'this run' if one else 'these runs'}, "
             f"Table~\\ref{{tab:{label}-pern}} Table~\\ref{{tab:pern}} and Table~\\ref{{tab:{label}-claims}} "
-            f"Table~\\ref{{tab:claims}}. By the rules of Section~\\ref{{sec:claims}}, on {name} "
-            f"{listing(said)}.\n")
+            f"Table~\\ref{{tab:claims}}"
+            + ("; with one run, each range over runs is that run's own value, and the verdicts have no run-to-run "
+               "noise to allow for. " if one else ". ")
+            + f"By the rules of Section~\\ref{{sec:claims}}, on {name} {listing(said)}.\n")
 
     def table(path: Path, caption: str, tag: str, size: str) -> str:
         return (f"\\begin{{table}}[H]\\centering{size}\\setlength{{\\tabcolsep}}{{3pt}}\n"
