@@ -144,6 +144,8 @@ def tree_with_another_gpu(copy: Path) -> Path:
     for made in [*(ROOT / "results" / "build").glob("sm_*/build.csv"), ROOT / "results" / "verify" / "cpu" /
                  "correctness.csv", *(ROOT / "benchmarks").glob("build_variants/*.tsv"),
                  ROOT / "benchmarks" / "verify_cpu.tsv"]:
+        if not made.exists():                                      # not built (a dry run needs none of them)
+            continue
         (copy / made.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(made, copy / made.relative_to(ROOT))          # newer than every source: nothing to rebuild
     staging = copy / "staging" / APPENDIX_RUN
@@ -225,3 +227,19 @@ def test_a_run_of_another_gpu_gets_its_appendix_and_changes_nothing_of_the_main_
     for (dtype, n), g in lead.groupby(["dtype", "N"]):
         short = dtype.replace("float", "fp").replace("bfp", "bf")
         assert re.search(rf"^ *{short} +{n} +{g.time_us.median():.1f} ", tail, re.M), (dtype, n, tail[:3000])
+
+
+def test_an_unsealed_run_of_another_gpu_stops_the_pipeline_naming_it(tmp_path):
+    """A run folder of another GPU without its seal (an unfinished run) is refused when the pipeline is parsed, as
+    an unsealed H200 run is, not skipped: its appendix would silently lack it."""
+    copy = tree_with_another_gpu(tmp_path / "tree")
+    unsealed = copy / "data" / OTHER / "run-unfinished"
+    shutil.copytree(copy / "data" / OTHER / APPENDIX_RUN / "ceilings", unsealed / "ceilings")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=copy,
+                          env={**ENV, "PYTHONPATH": str(copy)}, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and f"data/{OTHER}: run folder(s) ['run-unfinished'] are not sealed" in out, out[-2000:]
+    shutil.rmtree(unsealed)
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1"], cwd=copy,
+                          env={**ENV, "PYTHONPATH": str(copy)}, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "gpu_appendix" in proc.stdout, (proc.stdout + proc.stderr)[-2000:]
