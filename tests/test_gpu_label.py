@@ -148,6 +148,14 @@ def tree_with_another_gpu(copy: Path) -> Path:
             continue
         (copy / made.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(made, copy / made.relative_to(ROOT))          # newer than every source: nothing to rebuild
+    # the run's cross-check waivers, copied to the other GPU's folder (a waiver's gpu: where its run is)
+    config = copy / "config" / "config.yaml"
+    lines = config.read_text().splitlines(keepends=True)
+    waived = [ln for ln in lines if f"gpu: nvidia-h200, run: {APPENDIX_RUN}," in ln]
+    assert waived, f"config/config.yaml waives no entry of {APPENDIX_RUN}: pick the run's waivers here anew"
+    at = lines.index(waived[-1]) + 1
+    config.write_text("".join(lines[:at] + [ln.replace("gpu: nvidia-h200", f"gpu: {OTHER}") for ln in waived]
+                              + lines[at:]))
     staging = copy / "staging" / APPENDIX_RUN
     shutil.copytree(DATA / "nvidia-h200" / APPENDIX_RUN, staging)
     (staging / seal.NAME).unlink()
@@ -191,6 +199,11 @@ def test_a_run_of_another_gpu_gets_its_appendix_and_changes_nothing_of_the_main_
     assert list(pd.read_csv(main / "runs.csv").run) == list(pd.read_csv(ROOT / "results" / "aggregate" /
                                                                           "runs.csv").run)   # never pooled
     assert set(pd.read_csv(main / "environment.csv").gpu) == {"NVIDIA H200"}
+    # the waivers that name that GPU reached its cross-check, and those of the H200 the H200's alone
+    def waived(agg):
+        return {(r.run, r.variant) for r in pd.read_csv(agg / "crosscheck.csv").fillna("").itertuples() if r.waiver}
+    assert waived(other) and {run for run, _ in waived(other)} == {APPENDIX_RUN}
+    assert waived(main) == waived(ROOT / "results" / "aggregate") and waived(other) <= waived(main)
     # the main text's numbers: every value and table made as in this tree's build (the step times excepted: they
     # are this build's CPU steps' times)
     for made in sorted((ROOT / "results" / "paper" / "values").glob("*.tex")):
