@@ -20,6 +20,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/compare.smk"
+include: "workflow/rules/gpus.smk"
 
 
 rule all:

@@ -313,22 +313,31 @@ def _natural(name: str) -> list:
     return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name)]
 
 
-def check_waivers(waivers, profiled: dict, where: str, torch_impls=()) -> None:
-    """Each waiver of the cross-check (config crosscheck_waivers: run, variant, reason) must name a run in `profiled`
-    (run name -> the variants it profiled; the sealed runs and the new one) and a variant that run profiled, once.
-    That the entry is beyond the bound, the aggregate step checks (it needs the data)."""
+def check_waivers(waivers, profiled: dict, where: str, torch_impls=(), others=None) -> None:
+    """Each waiver of the cross-check (config crosscheck_waivers: run, variant, reason, and optionally gpu) must name
+    a run in `profiled` (run name -> the variants it profiled; the sealed runs and the new one, of the folder `where`,
+    data/<gpu>) and a variant that run profiled, once. A waiver whose gpu names another GPU than `where`'s is checked
+    against that GPU's runs instead: `others` maps its slug to (profiled, where) (the runs of data/<slug>/, read
+    apart for the appendix); a gpu with no runs is refused. That the entry is beyond the bound, the aggregate step
+    checks (it needs the data)."""
     from kernels.stages import resolve_variant
 
+    others = others or {}
+    own = Path(where).name
     firsts = {}
     for i, w in enumerate(waivers or []):
         at = f"crosscheck_waivers[{i}]"
-        run, variant = w.get("run"), w.get("variant")
-        if (run, variant) in firsts:
-            raise ConfigError(f"{at}: {run} {variant} is waived twice (also {firsts[(run, variant)]}): keep one")
-        firsts[(run, variant)] = at
-        if run not in profiled:
-            runs = sorted(profiled, key=_natural)
-            raise ConfigError(f"{at}.run: {run!r} is not a run of {where} (the runs: {', '.join(runs) or 'none'}); "
+        run, variant, gpu = w.get("run"), w.get("variant"), w.get("gpu", own)
+        if gpu != own and gpu not in others:
+            raise ConfigError(f"{at}.gpu: {gpu!r} is neither the config gpu ({own}) nor another GPU with runs under "
+                              f"data/ ({', '.join(sorted(others)) or 'none'}); fix the name, or remove the waiver")
+        runs, folder = (profiled, where) if gpu == own else others[gpu]
+        if (gpu, run, variant) in firsts:
+            raise ConfigError(f"{at}: {run} {variant} is waived twice (also {firsts[(gpu, run, variant)]}): keep one")
+        firsts[(gpu, run, variant)] = at
+        if run not in runs:
+            names = sorted(runs, key=_natural)
+            raise ConfigError(f"{at}.run: {run!r} is not a run of {folder} (the runs: {', '.join(names) or 'none'}); "
                               f"fix the run's name, or remove the waiver")
         if variant not in torch_impls:
             try:
@@ -337,8 +346,8 @@ def check_waivers(waivers, profiled: dict, where: str, torch_impls=()) -> None:
                 raise ConfigError(f"{at}.variant: {variant!r} is neither a PyTorch implementation "
                                   f"({', '.join(torch_impls)}) nor a stage, ablation or switch label of ours "
                                   f"(kernels/stages.py); fix the name, or remove the waiver") from None
-        if variant not in profiled[run]:
-            profiles = ", ".join(sorted(profiled[run], key=_natural)) or "nothing"
+        if variant not in runs[run]:
+            profiles = ", ".join(sorted(runs[run], key=_natural)) or "nothing"
             raise ConfigError(f"{at}.variant: {variant!r} was not profiled in {run} (its plan profiles {profiles}): "
                               f"the cross-check compares only profiled entries; fix the waiver's run or variant, or "
                               f"remove it")

@@ -246,3 +246,29 @@ def test_a_waiver_given_twice_is_refused_and_the_new_runs_plan_is_its_plan():
         config_check.check_waivers([w, w], runs, "data/x", TORCH)
     with pytest.raises(config_check.ConfigError, match="'v12' was not profiled in run-new"):
         config_check.check_waivers([{**w, "variant": "v12"}], runs, "data/x", TORCH)
+
+
+def test_a_waiver_names_its_gpu_and_is_checked_against_that_gpus_runs():
+    """A waiver's gpu names the folder of its run: the config gpu's (or no gpu at all), or another GPU's with runs
+    (read apart, for the paper's appendix), whose runs it is checked against; a GPU with no runs is refused. The
+    shipped waivers name the H200, so that they hold also where the paper is built from another GPU's runs."""
+    assert {w.get("gpu") for w in CONFIG["crosscheck_waivers"]} == {"nvidia-h200"}
+    h200 = profiled_runs()
+    other = {"run-1": config_check.plan_profiled(CONFIG["plan"])}
+    waiver = {"run": "run-15-x2", "variant": "v16", "reason": "a reason long enough to say something"}
+    # the paper built from another GPU's runs: the H200's waiver is checked against the H200's folder
+    config_check.check_waivers([{**waiver, "gpu": "nvidia-h200"}], other, "data/nvidia-a100",
+                               TORCH, {"nvidia-h200": (h200, "data/nvidia-h200")})
+    with pytest.raises(config_check.ConfigError, match=r"crosscheck_waivers\[0\]\.run: 'run-15-x2' is not a run of "
+                                                       r"data/nvidia-a100 \(the runs: run-1\)"):
+        config_check.check_waivers([waiver], other, "data/nvidia-a100", TORCH,
+                                   {"nvidia-h200": (h200, "data/nvidia-h200")})
+    with pytest.raises(config_check.ConfigError, match=r"crosscheck_waivers\[0\]\.gpu: 'nvidia-a10' is neither the "
+                                                       r"config gpu \(nvidia-h200\) nor another GPU with runs"):
+        config_check.check_waivers([{**waiver, "gpu": "nvidia-a10"}], h200, "data/nvidia-h200", TORCH)
+    # one run name in two GPUs' folders: a waiver of each is no duplicate, two of one GPU are
+    both = [{**waiver, "gpu": "nvidia-h200"}, {**waiver, "run": "run-1", "gpu": "nvidia-a100"}]
+    config_check.check_waivers(both, h200, "data/nvidia-h200", TORCH, {"nvidia-a100": (
+        {"run-1": {"v16"}}, "data/nvidia-a100")})
+    with pytest.raises(config_check.ConfigError, match=r"crosscheck_waivers\[1\]: run-15-x2 v16 is waived twice"):
+        config_check.check_waivers([waiver, {**waiver, "gpu": "nvidia-h200"}], h200, "data/nvidia-h200", TORCH)

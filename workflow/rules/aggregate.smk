@@ -61,7 +61,7 @@ rule aggregate:
         py=PY,
         runs=lambda wc, input: " ".join(str(Path(s).parent) for s in input.seals),
         max_pct=config["crosscheck_max_pct"],
-        waivers=json.dumps(config.get("crosscheck_waivers", [])),
+        waivers=json.dumps(gpu_waivers(GPU)),  # the waivers of the config gpu's runs
     shell:
         "{params.py} {input.script} --runs {params.runs} --build {input.build} "
         "--crosscheck-max-pct {params.max_pct} --crosscheck-waivers {params.waivers:q} "

@@ -98,6 +98,40 @@ def sealed_files(folder):
         str((folder / seal.NAME).relative_to(ROOT))]
 
 
+def other_gpus():
+    """The other GPUs whose runs are committed: every folder data/<gpu>/ but the config gpu's that holds a run folder
+    (run-*). Each is aggregated apart, by the aggregate phase's own scripts, for its appendix (workflow/rules/gpus.smk);
+    none is pooled with the config gpu's runs."""
+    return sorted(p.name for p in (ROOT / "data").iterdir()
+                  if p.is_dir() and p.name != GPU and any(r.is_dir() and any(r.iterdir()) for r in p.glob("run-*")))
+
+
+OTHER_GPUS = other_gpus()
+
+
+def gpu_run_seals(gpu):
+    """The SHA256SUMS of every run of another GPU, data/<gpu>/run-*/ (what run_seals is for the config gpu's, no run
+    being measured there). An unsealed run folder is an error, as there."""
+    runs = sorted(p for p in (ROOT / "data" / gpu).glob("run-*") if p.is_dir() and any(p.iterdir()))
+    unsealed = [r.name for r in runs if not (r / seal.NAME).exists()]
+    if unsealed:
+        raise ValueError(f"data/{gpu}: run folder(s) {unsealed} are not sealed (no {seal.NAME}: the run did not "
+                         f"finish); finish them with --config measure=true gpu={gpu} run=<name>, or move them away")
+    return [f"data/{gpu}/{r.name}/{seal.NAME}" for r in runs]
+
+
+def gpu_run_data_files(gpu):
+    """Every data file that another GPU's sealed runs list (as run_data_files for the config gpu's)."""
+    return [f"{Path(sums).parent}/{name}" for sums in gpu_run_seals(gpu)
+            for name in seal.listed(ROOT / Path(sums).parent)]
+
+
+def gpu_waivers(gpu):
+    """The cross-check waivers of one GPU's runs: those whose `gpu` names it; a waiver without `gpu` names a run of
+    the config gpu."""
+    return [w for w in config.get("crosscheck_waivers", []) if w.get("gpu", GPU) == gpu]
+
+
 LOGS = f"{DATA}/snakemake-logs"  # Snakemake's log of each run, sealed (LOGS/SHA256SUMS, recorded in data/SEALS.csv)
 
 
@@ -141,14 +175,17 @@ _refuse_placeholders()
 
 
 def _check_waivers():
-    """Each cross-check waiver names a run the paper is built from (a run folder of DATA, or the new run) and an entry
-    its plan profiled (the new run's: this config's plan): a typo fails here, not at the aggregate step."""
+    """Each cross-check waiver names a run the paper is built from (a run folder of DATA, or the new run), or, where
+    its `gpu` names another GPU, a run of that GPU's folder, and an entry its plan profiled (the new run's: this
+    config's plan): a typo fails here, not at the aggregate step."""
     runs = {p.name: config_check.run_profiled(p) for p in (ROOT / DATA).glob("run-*")
             if p.is_dir() and any(p.iterdir())}
     if config["measure"] and config["run"]:
         runs[config["run"]] = config_check.plan_profiled(PLAN)
     torch_impls = CONFIG_SCHEMA["properties"]["plan"]["properties"]["torch_impls"]["items"]["enum"]
-    config_check.check_waivers(config.get("crosscheck_waivers", []), runs, DATA, torch_impls)
+    others = {g: ({p.name: config_check.run_profiled(p) for p in (ROOT / "data" / g).glob("run-*")
+                   if p.is_dir() and any(p.iterdir())}, f"data/{g}") for g in OTHER_GPUS}
+    config_check.check_waivers(config.get("crosscheck_waivers", []), runs, DATA, torch_impls, others)
 
 
 _check_waivers()

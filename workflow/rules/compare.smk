@@ -40,7 +40,7 @@ rule compare_aggregate:
         run=lambda wc: shlex.quote(COMPARE),
         max_pct=config["crosscheck_max_pct"],
         # a waiver names a committed run's entry: only the waivers of a run of this name apply to it
-        waivers=lambda wc: json.dumps([w for w in config.get("crosscheck_waivers", []) if w["run"] == COMPARE_NAME]),
+        waivers=lambda wc: json.dumps([w for w in gpu_waivers(GPU) if w["run"] == COMPARE_NAME]),
     shell:
         "{params.py} {input.script} --runs {params.run} --unanchored --build {input.build} "
         "--crosscheck-max-pct {params.max_pct} --crosscheck-waivers {params.waivers:q} "

@@ -181,6 +181,7 @@ rule paper:
         tables=expand("results/tables/{name}.tex", name=TABLES),
         values=expand("results/paper/values/{subject}.tex", subject=VALUES),
         listings=rules.listings.output,
+        other_gpus="results/paper/other_gpus.tex",  # the appendix of the other GPUs' runs (gpus.smk)
     output:
         report("results/paper.pdf", category="Paper", caption="../report/paper.rst"),
     log:
