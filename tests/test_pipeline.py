@@ -186,8 +186,9 @@ def test_a_nested_config_value_reaches_a_runs_plan_with_its_types(tmp_path):
     try:
         with one_at_a_time():
             proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--resources", "gpu=1",
-                                   str(plan_file.relative_to(ROOT)), "--config", "measure=True", f"run={run}",
-                                   "plan={bench.rep_ms: 40, bench: {settle_tol_pct: .5}, qwen3_e2e: {layers: {0.6B: 2}}}"],
+                                   "--config", "measure=True", f"run={run}",
+                                   "plan={bench.rep_ms: 40, bench: {settle_tol_pct: .5}, qwen3_e2e: {layers: {0.6B: 2}}}",
+                                   "--", str(plan_file.relative_to(ROOT))],
                                   cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-1500:]
         plan = yaml.safe_load(plan_file.read_text())["plan"]
@@ -342,29 +343,36 @@ def test_step_times_reach_the_paper_from_the_benchmark_files(built):
 
 def test_a_runs_step_benchmark_files_are_sealed_with_it_and_read(tmp_path):
     """The measure tier's CPU steps (plan, theory) run for real: Snakemake writes their benchmark files inside the
-    run's staging folder; the seal takes them in; step_times reads them from the sealed run, checksums verified."""
+    run's staging folder; the seal takes them in; step_times reads them from the sealed run, checksums verified. The
+    plan waits for the first GPU step, gpu_check, whose GPU is faked (an H200: tests/fake_gpu.py)."""
+    from fake_gpu import env_with, fake_nvidia_smi
+    from pipeline_run import one_at_a_time
     run = "run-pytest-steps"
     staging = ROOT / "results" / "staging" / "nvidia-h200" / run
+    env = env_with(ENV, fake_nvidia_smi(tmp_path / "bin", "NVIDIA H200", "9.0"), ROOT, tmp_path)
     try:
-        proc = snakemake("--cores", "1", "--config", "measure=True", f"run={run}", "--",
-                         f"results/staging/nvidia-h200/{run}/theory.csv")
+        with one_at_a_time():
+            proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--resources", "gpu=1",
+                                   "--config", "measure=True", f"run={run}", "--",
+                                   f"results/staging/nvidia-h200/{run}/theory.csv"],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
         files = sorted(p.relative_to(staging).as_posix() for p in (staging / "benchmarks").rglob("*"))
-        assert files == ["benchmarks/plan.tsv", "benchmarks/theory.tsv"]
+        assert files == ["benchmarks/gpu_check.tsv", "benchmarks/plan.tsv", "benchmarks/theory.tsv"]
         shutil.copytree(staging, tmp_path / "staging")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-        for log in (f"logs/plan/{run}.log", f"logs/theory/{run}.log"):
+        for log in (f"logs/plan/{run}.log", f"logs/theory/{run}.log", f"logs/gpu_check/{run}.log"):
             (ROOT / log).unlink(missing_ok=True)
     if (ROOT / ".git").exists():                         # a sealed run's benchmark files can be committed
         ignored = subprocess.run(["git", "check-ignore", "-q", f"data/nvidia-h200/{run}/benchmarks/theory.tsv"],
                                  cwd=ROOT).returncode
         assert ignored == 1, ".gitignore ignores the benchmark files of a run in data/"
-    sealed = tmp_path / "data" / run
+    sealed = tmp_path / "data" / "nvidia-h200" / run           # the folder of the GPU its gpu.json names
     checksums.publish(tmp_path / "staging", sealed, tmp_path / "data" / "SEALS.csv")
     assert "benchmarks/theory.tsv" in checksums.listed(sealed)
     t = step_times.table([sealed], logs=[], cpu=[])
-    assert list(t.rule) == ["plan", "theory"] and set(t.source) == {"benchmark"} and set(t.run) == {run}
+    assert list(t.rule) == ["gpu_check", "plan", "theory"] and set(t.source) == {"benchmark"} and set(t.run) == {run}
     assert t.set_index("rule").seconds["theory"] == pd.read_csv(sealed / "benchmarks" / "theory.tsv", sep="\t").s[0]
     (sealed / "benchmarks" / "theory.tsv").write_text("s\th:m:s\n0.01\t0:00:00\n")
     with pytest.raises(ValueError, match="theory.tsv: changed since the run"):
@@ -379,7 +387,7 @@ def test_runs_sealed_before_benchmark_files_take_their_step_times_from_their_log
     t = step_times.table([run9], logs=[log], cpu=[])
     assert set(t.source) == {"snakemake log"} and t.max_rss_mb.isna().all()
     assert sorted(t[t.rule == "bench"].job) == sorted(["headline", "ablation", "bf16", "n_sweep", "qwen3", "tiles"])
-    assert set(t.rule) == set(step_times.RUN_RULES) - {"plan", "qwen3_e2e"}     # both came after run-9-x2
+    assert set(t.rule) == set(step_times.RUN_RULES) - {"gpu_check", "plan", "qwen3_e2e"}   # all after run-9-x2
     assert t.set_index("rule").seconds["profile"] == 78                 # 10:19:17 to 10:20:35 in the log
     bare = tmp_path / "run-x"
     (bare / "verify").mkdir(parents=True)

@@ -11,7 +11,7 @@ import pytest
 import test_resume_faults as faults
 from steps import step
 
-from pipeline import gpu_env
+from pipeline import gpu_env, ncu_permission
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config" / "config.yaml"
@@ -26,11 +26,16 @@ class FakeNcu:
     raises on that ncu call (before its report is written)."""
 
     def __init__(self, monkeypatch):
-        self.calls, self.interrupt_at = [], None
+        self.calls, self.interrupt_at, self.permission_checks = [], None, 0
         monkeypatch.setattr(profile, "_ncu", self.ncu)
         monkeypatch.setattr(profile, "_tidy", self.tidy)
         monkeypatch.setattr(gpu_env, "collect", lambda: {"project_commit": "fake"})
         monkeypatch.setattr(gpu_env, "snapshot", lambda index=0: {"clocks.sm": "fake"})
+        # the counters' permission, checked first (pipeline.ncu_permission, tested on its own): granted
+        monkeypatch.setattr(ncu_permission, "check", self.check)
+
+    def check(self, log=print):
+        self.permission_checks += 1
 
     def ncu(self, args, target_args, log):
         self.calls.append(args)
