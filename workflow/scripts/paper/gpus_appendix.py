@@ -53,19 +53,22 @@ def section(gpu: str, main_gpu: str, runs: Path, environment: Path, claims: Path
                "noise to allow for. " if one else ". ")
             + f"By the rules of Section~\\ref{{sec:claims}}, on {name} {listing(said)}.\n")
 
-    def table(path: Path, caption: str, tag: str, size: str) -> str:
-        return (f"\\begin{{table}}[H]\\centering{size}\\setlength{{\\tabcolsep}}{{3pt}}\n"
-                f"\\resizebox{{\\linewidth}}{{!}}{{{Path(path).read_text().strip()}}}\n"
-                f"\\caption{{{caption}}}\\label{{tab:{label}-{tag}}}\n\\end{{table}}\n")
+    def table(path: Path, caption: str, tag: str, sep: str, env: str = "table") -> str:
+        """As the main text sets the same table: \\fittable (shrunk to the line only where wider, the build stopped
+        below 8pt), at the main table's type size, column separation and float (the claims sideways)."""
+        place = "[H]" if env == "table" else ""
+        return (f"\\begin{{{env}}}{place}\\centering\\footnotesize\\setlength{{\\tabcolsep}}{{{sep}}}\n"
+                f"\\fittable{{{label}-{tag}}}{{{Path(path).read_text().strip()}}}\n"
+                f"\\caption{{{caption}}}\\label{{tab:{label}-{tag}}}\n\\end{{{env}}}\n")
 
     return "\n".join([
         head,
         table(stages, f"Each stage at the headline shape on {name}: the article's figures beside ours (median over "
-                      f"runs, lowest--highest run), as Table~\\ref{{tab:stages}}.", "stages", "\\scriptsize"),
+                      f"runs, lowest--highest run), as Table~\\ref{{tab:stages}}.", "stages", "2pt"),
         table(per_n, f"Our leading stage on {name} against cuDNN and FlashAttention-2 at each $N$, as "
-                     f"Table~\\ref{{tab:pern}}.", "pern", "\\scriptsize"),
+                     f"Table~\\ref{{tab:pern}}.", "pern", "2.5pt"),
         table(claims_table, f"The claims C1--C10 on {name}, by the rules of Section~\\ref{{sec:claims}}, as "
-                            f"Table~\\ref{{tab:claims}}.", "claims", "\\scriptsize"),
+                            f"Table~\\ref{{tab:claims}}.", "claims", "3pt", "sidewaystable"),
     ])
 
 
