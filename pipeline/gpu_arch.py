@@ -3,7 +3,8 @@ gpu_check, in gpu.json) for the plan to leave out what the GPU cannot run (pipel
 from __future__ import annotations
 
 import re
-import subprocess
+
+from . import gpu_env
 
 CAPABILITY = re.compile(r"^\d+\.\d+$")
 
@@ -11,19 +12,7 @@ CAPABILITY = re.compile(r"^\d+\.\d+$")
 def detected_capabilities() -> list:
     """"major.minor" of every GPU seen (after CUDA_VISIBLE_DEVICES): torch's, else nvidia-smi's compute_cap; an
     answer that is not a capability is left out."""
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            return ["%d.%d" % torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())]
-    except ImportError:
-        pass
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    found = [line.strip() for line in out.stdout.splitlines()] if out.returncode == 0 else []
+    found = gpu_env.per_gpu(lambda torch, i: "%d.%d" % torch.cuda.get_device_capability(i), "compute_cap")
     return [c for c in found if CAPABILITY.match(c)]
 
 

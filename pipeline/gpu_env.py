@@ -148,21 +148,27 @@ class GpuMismatch(ValueError):
     """The GPU detected is not the one the run's folder names (config gpu, `make measure GPU=...`)."""
 
 
-def detected_names() -> list:
-    """The device name of every GPU this process sees (after CUDA_VISIBLE_DEVICES): torch's, else nvidia-smi's."""
+def per_gpu(from_torch, smi_field: str) -> list:
+    """One answer per GPU this process sees (after CUDA_VISIBLE_DEVICES): from_torch(torch, index) where torch sees a
+    GPU, else nvidia-smi's --query-gpu=smi_field (empty where neither answers)."""
     try:
         import torch
 
         if torch.cuda.is_available():
-            return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+            return [from_torch(torch, i) for i in range(torch.cuda.device_count())]
     except ImportError:
         pass
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={smi_field}", "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return []
     return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+
+
+def detected_names() -> list:
+    """The device name of every GPU this process sees (after CUDA_VISIBLE_DEVICES): torch's, else nvidia-smi's."""
+    return per_gpu(lambda torch, i: torch.cuda.get_device_name(i), "name")
 
 
 def check_gpu(expected: str, names=None) -> dict:

@@ -242,14 +242,18 @@ def crosscheck_table(crosscheck: Path, timer_check: Path, out: Path) -> None:
             "N": str(int(r.N)),
             r"timer $\mu$s": fmt(g.timer_us.median(), 1),
             r"Nsight $\mu$s": fmt(g.ncu_us.median(), 1),
-            r"differences \%": ", ".join(signed(d) for d in g.diff_pct),
+            "runs": str(len(g)),
+            # each run's difference, the lowest and the highest (the list of every run's no longer fits a line)
+            r"difference \%": (signed(g.diff_pct.iloc[0]) if len(g) == 1
+                               else f"{signed(g.diff_pct.min())} .. {signed(g.diff_pct.max())}"),
+            r"in cycles \%": signed(g.cycles_diff_pct.dropna().iloc[-1]) if g.cycles_diff_pct.notna().any() else "--",
             # the timer check covers the headline's profiled entries; the long-sequence ones have none
             rf"kernel, {longest:g}\,$\mu$s sleep": (signed(slept.loc[key, "kernel_change_pct"]) + r"\%"
                                                    if key in slept.index else "--"),
             rf"events, {longest:g}\,$\mu$s sleep": (signed(slept.loc[key, "event_change_pct"], 0) + r"\%"
                                                    if key in slept.index else "--"),
         })
-    latex(pd.DataFrame(rows), out, "lrrrlrr")
+    latex(pd.DataFrame(rows), out, "lrrrrlrrr")
 
 
 def launch_cost_table(launch_cost: Path, out: Path) -> None:
