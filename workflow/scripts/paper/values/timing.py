@@ -6,14 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.latex import Values, fixed, listing
+from pipeline.latex import Values, fixed, listing, signed
 from pipeline.selection import FINAL, STAGES, TORCH, run_number
-
-
-def mhz_range(mhz) -> str:
-    """'lo--hi' MHz, or the one value where all are equal."""
-    lo, hi = f"{mhz.min():.0f}", f"{mhz.max():.0f}"
-    return lo if lo == hi else f"{lo}--{hi}"
 
 
 def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
@@ -28,35 +22,28 @@ def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
     cc = cc[cc.timed]
     v.macro("CrossPairs", len(cc))
     waived = cc[cc.waiver.fillna("") != ""]
-    by_time = cc[cc.basis.fillna("") == "time"]
     v.macro("CrossMaxPct", fixed(cc.diff_pct.abs().max(), 1))
-    v.macro("CrossMaxUnwaivedPct", fixed(by_time.diff_pct.abs().max(), 1))
+    v.macro("CrossMaxUnwaivedPct", fixed(cc[cc.waiver.fillna("") == ""].diff_pct.abs().max(), 1))
     v.macro("CrossWaivedCount", len(waived))
     v.macro("CrossWaivedList", listing([f"{r.variant} in {r.run} ({r.diff_pct:+.1f}\\%)"
                                         for r in waived[waived.cycles_diff_pct.isna()].itertuples()]))
     v.macro("CrossWaivedRuns", listing(sorted(set(waived[waived.cycles_diff_pct.isna()].run), key=run_number)))
-    # The runs with the SM clock on both sides (run-18 on): the entries that the clock explains (within the bound in
-    # SM cycles, beyond it in time), and the waived ones, which it does not.
+    # The runs with the SM clock on both sides (run-18 on): how far the two clock readings differ where the times
+    # agree, and the waived entries there (beyond the bound in time), at which N and how far.
     clocked = cc[cc.cycles_diff_pct.notna()]
     v.macro("CrossClockRuns", listing(sorted(set(clocked.run), key=run_number)))
-    v.macro("CrossClockPairs", len(clocked))
-    cyc = cc[cc.basis.fillna("") == "cycles"]
-    v.macro("CrossCyclesCount", len(cyc))
-    v.macro("CrossCyclesN", listing(sorted({str(int(n)) for n in cyc.N}, key=int)) if len(cyc) else "--")
-    v.macro("CrossCyclesTimeRange", f"{fixed(cyc.diff_pct.min(), 1)} to {fixed(cyc.diff_pct.max(), 1)}"
-            if len(cyc) else "--")
-    v.macro("CrossCyclesMaxPct", fixed(cyc.cycles_diff_pct.abs().max(), 1) if len(cyc) else "--")
-    v.macro("CrossCyclesTimerMhz", mhz_range(cyc.timer_mhz) if len(cyc) else "--")
-    v.macro("CrossCyclesNcuMhz", mhz_range(cyc.ncu_mhz) if len(cyc) else "--")
+    agree = clocked[clocked.waiver.fillna("") == ""]
+    clock_pct = 100 * (agree.timer_mhz / agree.ncu_mhz - 1)
+    v.macro("CrossClockAgreeMinPct", signed(clock_pct.min(), 0))
+    v.macro("CrossClockAgreeMaxPct", signed(clock_pct.max(), 0))
+    v.macro("CrossClockAgreeTimeMaxPct", fixed(agree.diff_pct.abs().max(), 1))
     unexplained = waived[waived.cycles_diff_pct.notna()]
     v.macro("CrossClockWaivedCount", len(unexplained))
-    v.macro("CrossClockWaivedList", listing([f"{r.variant} ({r.diff_pct:+.1f}\\%)" for r in unexplained.itertuples()]))
     v.macro("CrossClockWaivedN", listing(sorted({str(int(n)) for n in unexplained.N}, key=int))
             if len(unexplained) else "--")
-    v.macro("CrossClockWaivedCyclesRange", f"{fixed(unexplained.cycles_diff_pct.min(), 1)} to "
-            f"{fixed(unexplained.cycles_diff_pct.max(), 1)}" if len(unexplained) else "--")
-    v.macro("CrossClockWaivedClockMaxPct", fixed((100 * (unexplained.timer_mhz / unexplained.ncu_mhz - 1)).abs().max(), 1)
-            if len(unexplained) else "--")
+    for n, g in unexplained.groupby("N"):
+        v.put("cross_waived", int(n), "list", listing([f"{r.variant} ({r.diff_pct:+.1f}\\%)" for r in g.itertuples()]))
+        v.put("cross_waived", int(n), "cycles", f"{fixed(g.cycles_diff_pct.min(), 1)} to {fixed(g.cycles_diff_pct.max(), 1)}")
     # A waived PyTorch kernel of the runs without clocks (the same kernel in every run): the timer's time of it in
     # the first waived run against its range over the runs where it is not waived, and Nsight's time of it in
     # every run.
