@@ -229,7 +229,7 @@ def test_committed_runs_aggregate(tmp_path):
     cross = pd.read_csv(out / "crosscheck.csv")   # the timer agrees with Nsight in every run, but the waived entries
     waived = cross.waiver.fillna("") != ""
     assert (cross.within | waived).all() and set(cross.run) == set(runs)
-    assert sorted(zip(cross[waived].run, cross[waived].variant)) == sorted((w["run"], w["variant"]) for w in waivers)
+    assert sorted(set(zip(cross[waived].run, cross[waived].variant))) == sorted((w["run"], w["variant"]) for w in waivers)
     with pytest.raises(aggregate.CrossCheckError, match="differ by more than 5%"):   # without the waivers: fails
         aggregate.main(["--runs", *map(str, sorted(DATA.glob("run-*"))), *ARTICLE,
                         "--out", str(tmp_path / "agg2")])

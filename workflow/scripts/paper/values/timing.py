@@ -54,7 +54,6 @@ def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
         lo, hi = others.timer_us.min(), others.timer_us.max()
         v.put("waived", variant, "timer_us", fixed(r.timer_us, 1))
         v.put("waived", variant, "run", r.run)
-        v.put("waived", variant, "runs", listing(sorted(w.run, key=run_number)))
         v.put("waived", variant, "others_timer_range", f"{fixed(lo, 1)}--{fixed(hi, 1)}")
         v.put("waived", variant, "timer_place", "below" if r.timer_us < lo else "above" if r.timer_us > hi else "within")
         by_run = cc[cc.key == r.key].sort_values("run", key=lambda runs: runs.map(run_number))
