@@ -10,7 +10,7 @@
    interleaved, and the difference of the medians;
 4. time_call's row (pipeline.call.time_call, as the bench records it) and the settle step for each entry.
 
-    python workflow/scripts/tools/check_gpu_state.py --config config/config.yaml --out /tmp/gpu_state.json
+    python workflow/scripts/tools/check_gpu_state.py --config config/config.yaml --out results/gpu_state.json
 """
 from __future__ import annotations
 

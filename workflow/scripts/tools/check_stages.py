@@ -4,7 +4,7 @@ GPU's clocks, power and throttle reasons beside every row. For a first check of 
 its numbers are not the paper's (a run is: `make measure`).
 
     python workflow/scripts/tools/check_stages.py --config config/config.yaml --stages v13 v19 --N 1024 16384 \\
-        --out /tmp/check.csv
+        --out results/check.csv
 """
 from __future__ import annotations
 

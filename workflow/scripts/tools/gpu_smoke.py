@@ -2,7 +2,7 @@
 timer check, profile (two stages and two PyTorch kernels), seal and aggregate (the cross-check included), all into a
 scratch folder with a reduced copy of config/config.yaml; nothing is written to data/.
 
-    python workflow/scripts/tools/gpu_smoke.py --out /tmp/smoke
+    python workflow/scripts/tools/gpu_smoke.py --out results/gpu-smoke
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ Each is timed as the bench step times host_us (pipeline.call.host_time_us with t
 is timed, every path's output on fresh tensors (new addresses each call, so that `cache` fills as well as reuses) is
 compared with the `triton` path's, bit for bit.
 
-    python workflow/scripts/tools/host_cost.py --config config/config.yaml --out /tmp/host_cost.csv
+    python workflow/scripts/tools/host_cost.py --config config/config.yaml --out results/host_cost.csv
 """
 from __future__ import annotations
 
