@@ -1,10 +1,10 @@
 """Each prediction of data/predictions/stages.csv beside its measurement: results/aggregate/predictions.csv.
 
 A prediction names a stage, what it is compared to (the stage before it, another stage, or torch-cudnn), a quantity
-(`time`, `time_ratio`: the kernel timer's median of the kernels alone, selection.RATIO_TIME; or a Nsight Compute metric such as smsp__inst_executed.sum), where
-(N, dtype, at the headline layout) and a range in percent. The measured change is computed per run, from runs that
-hold both ends (each Triton stage at its own tile), as 100 * (stage / compared_to - 1); its median over those runs is
-set against the range:
+(`time`, `time_ratio`: the kernel timer's median of the kernels alone, selection.RATIO_TIME; or a Nsight Compute
+metric such as smsp__inst_executed.sum), where (N, dtype, at the headline layout) and a range in percent. The
+measured change is computed per run, from runs that hold both ends (each Triton stage at its own tile), as
+100 * (stage / compared_to - 1); its median over those runs is set against the range:
 
 - holds: the median is inside [low, high];
 - better: outside, on the side of less time or fewer instructions than predicted;

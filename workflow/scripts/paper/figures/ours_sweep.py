@@ -1,7 +1,8 @@
 """Against sequence length, float16 (solid) and bfloat16 (dashed), at the headline layout: left, the article's last
 stage's, our leading stage's (orange) and our last stage's time over cuDNN's (torch-cudnn) in the same run, the
-kernels alone (per_n.csv's x_cudnn; below 1: faster than cuDNN), our other stages thin and grey behind them; right, useful TFLOP/s as a percentage of the dense
-matrix-product rate measured in the same run and dtype (ceilings). Median over runs, bands: lowest to highest run."""
+kernels alone (per_n.csv's x_cudnn; below 1: faster than cuDNN), our other stages thin and grey behind them; right,
+useful TFLOP/s as a percentage of the dense matrix-product rate measured in the same run and dtype (ceilings). Median
+over runs, bands: lowest to highest run."""
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns

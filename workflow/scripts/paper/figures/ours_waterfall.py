@@ -1,6 +1,7 @@
 """The stages at the headline shape, the article's (v0 ... v7, at its tile) and then ours (at their own tiles), as a
-percentage of cuDNN's time in the same run (the kernels alone, without cuDNN's memset) (median over the runs that hold the stage; whiskers: lowest to highest
-run). Dashed: cuDNN (100%) and FlashAttention-2 (torch-flash), median over runs."""
+percentage of cuDNN's time in the same run (the kernels alone, without cuDNN's memset; median over the runs that
+hold the stage; whiskers: lowest to highest run). Dashed: cuDNN (100%) and FlashAttention-2 (torch-flash), median
+over runs."""
 import matplotlib.pyplot as plt
 import pandas as pd
 

@@ -1,5 +1,5 @@
-"""Time of each stage as a percentage of PyTorch's, ours (H200: against torch-flash and torch-default, the kernels alone, each run a
-point, the bar the median over runs) beside the article's (its GPU, its torch)."""
+"""Time of each stage as a percentage of PyTorch's, ours (H200: against torch-flash and torch-default, the kernels
+alone, each run a point, the bar the median over runs) beside the article's (its GPU, its torch)."""
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -13,7 +13,8 @@ torch = hs[hs.torch].pivot(index="run", columns="impl", values=RATIO_TIME)     #
 st = hs[hs.article_stage].merge(torch, left_on="run", right_index=True)
 rows = []
 for ref in ("torch-flash", "torch-default"):
-    rows.append(st.assign(pct=100 * st[RATIO_TIME] / st[ref], series=f"ours / {ref}")[["stage", "run", "pct", "series"]])
+    pct = 100 * st[RATIO_TIME] / st[ref]
+    rows.append(st.assign(pct=pct, series=f"ours / {ref}")[["stage", "run", "pct", "series"]])
 art = pd.read_csv(a.input.article_timings)
 art_torch = art.loc[art.impl == "torch-default", "time_us"].iloc[0]
 art = art[art.stage.isin(STAGES) & (art.block_m == ARTICLE_TILE["block_m"])]
