@@ -20,7 +20,7 @@ DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 BASE = stage_of(GLUON_BASE)      # the Triton stage whose schedule the Gluon kernel takes (v13)
 
 
-def values(per_n: Path, gluon_leader: Path) -> Values:
+def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     v = Values("gluon_run")
     p = pd.read_csv(per_n)
     g = p[p.variant.isin(GLUON_STAGES)]
@@ -45,6 +45,10 @@ def values(per_n: Path, gluon_leader: Path) -> Values:
         v.put("ggoal", dt, "met", listing(met.get(dt, [])) if met.get(dt) else "none")
         v.put("ggoal", dt, "missed", listing(missed.get(dt, [])) if missed.get(dt) else "none")
     v.macro("GluonGoalX", fixed(GOAL_X, 2))
+    best = pd.read_csv(best_per_n)             # the fastest of all our stages at each N and dtype
+    glu = best[best.best.isin(GLUON_STAGES)]
+    v.macro("GluonBestWhere", "every length of the sweep, in both dtypes" if len(glu) == len(best) else
+            "$N=$ " + listing([f"{n} ({DTYPES[d]})" for d, n in zip(glu.dtype, glu.N)]))
     lead = pd.read_csv(gluon_leader)
     v.macro("GluonLead", str(lead.stage.iloc[0]))
     v.macro("GluonLeadGeomeanX", fixed(lead.geomean_x_cudnn.iloc[0], 2))
