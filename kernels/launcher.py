@@ -112,7 +112,8 @@ class Launch:
             from .gluon_fwd import launch_options
             return {"num_stages": self.tile.num_stages,
                     **launch_options(self.tile.block_m, self.tile.block_n, self.kwargs["HEAD_DIM"],
-                                     bool(self.kwargs["PRODUCER_WARP"]), bool(self.kwargs["TWO_CONSUMERS"]))}
+                                     bool(self.kwargs["PRODUCER_WARP"]), bool(self.kwargs["TWO_CONSUMERS"]),
+                                     bool(self.kwargs["REGISTER_REALLOC"]))}
         cap = register_cap(self.switches, self.tile)
         return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages,
                 **({"maxnreg": cap} if cap else {})}
@@ -207,10 +208,10 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                          f"{ALL_SWITCHES[required].stage}); turn {required} on too, or {switch} off")
     inputs.check_gluon_device(label, q)
     from . import gluon_fwd
-    two_consumers = "two_consumers" in switches
+    two_consumers, register_realloc = "two_consumers" in switches, "register_realloc" in switches
     try:
         gluon_fwd.check_config(q.shape[-1], q.dtype, t.block_m, t.block_n, t.num_stages, t.num_warps,
-                               two_consumers=two_consumers)
+                               two_consumers=two_consumers, register_realloc=register_realloc)
     except ValueError as err:       # a refusal, as Triton's of a tile: the caller chooses another stage or tile
         raise TileNotSupportedError(f"{label}: {err}; use a Triton stage (e.g. v13) for this call") from None
     B, H, N, _ = q.shape
@@ -220,7 +221,7 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                          f"split the sequence, or use a larger block_m")
     kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale,
                                    producer_warp="producer_warp" in switches, two_consumers=two_consumers,
-                                   softmax_overlap="softmax_overlap" in switches)
+                                   softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc)
     return Launch(label, switches, t, grid, kwargs)
 
 
@@ -335,8 +336,9 @@ class _Plan:
     def tensor_args(self, q, k, v, out) -> tuple:
         """The kernel's first four arguments for this call: the tensors, or host TMA descriptors of them."""
         if self.gluon:
-            from .gluon_fwd import descriptors
-            return descriptors(q, k, v, out, self.tile.block_m, self.tile.block_n, "two_consumers" in self.switches)
+            from .gluon_fwd import descriptors, splits_q
+            return descriptors(q, k, v, out, self.tile.block_m, self.tile.block_n,
+                               splits_q("two_consumers" in self.switches, "register_realloc" in self.switches))
         return host_descriptors(q, k, v, out, self.tile) if self.host_desc else (q, k, v, out)
 
     def kernel_args(self, q, k, v, out) -> dict:

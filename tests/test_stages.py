@@ -24,11 +24,16 @@ def test_stages_are_cumulative_one_switch_at_a_time():
 
 
 def test_article_tile_is_the_default_until_the_hopper_tile():
-    from kernels.stages import (HOPPER_TILE, OUR_STAGES, THREE_PER_SM_TILE, TWO_CONSUMERS_TILE, TWO_WARPGROUPS_TILE,
-                                default_tile)
+    from kernels.stages import (HOPPER_TILE, OUR_STAGES, REGISTER_REALLOC_TILE, THREE_PER_SM_TILE, TWO_CONSUMERS_TILE,
+                                TWO_WARPGROUPS_TILE, default_tile)
     for name, st in STAGES.items():
         assert st.change
-        if "two_consumers" in st.switches:     # the Gluon kernel's one tile for it, at every N (D <= 128)
+        if "register_realloc" in st.switches:     # its own tile at every N, over two_consumers' (D <= 128)
+            assert st.tile == REGISTER_REALLOC_TILE == default_tile(st.switches, 128, 1024)
+            assert default_tile(st.switches, 128, 16384) == default_tile(st.switches, 64, 4096) == REGISTER_REALLOC_TILE
+            assert REGISTER_REALLOC_TILE.block_m == REGISTER_REALLOC_TILE.block_n == 128
+            assert REGISTER_REALLOC_TILE.num_warps == 8
+        elif "two_consumers" in st.switches:     # the Gluon kernel's one tile for it, at every N (D <= 128)
             assert st.tile == TWO_CONSUMERS_TILE == default_tile(st.switches, 128, 1024)
             assert default_tile(st.switches, 128, 16384) == default_tile(st.switches, 64, 4096) == TWO_CONSUMERS_TILE
             assert TWO_CONSUMERS_TILE.block_m == 128 and TWO_CONSUMERS_TILE.block_n == 64
