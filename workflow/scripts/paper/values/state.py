@@ -25,10 +25,12 @@ def values(per_run: Path, timings: Path) -> Values:
     sw = pr[pr.set.fillna("").str.contains("n_sweep") & where(pr, **layout) & pr.sm_mhz.notna()
             & (pr.impl.ne("triton") | pr.own_tile)]
     runs = sorted(set(sw.run), key=run_number)
-    if len(runs) != 1:
-        raise ValueError(f"the GPU-state paragraph describes one run with the state recorded; found {runs}")
-    run = runs[0]
+    if not runs:
+        raise ValueError("the GPU-state paragraph describes the newest run with the state recorded; found none")
+    run = runs[-1]                  # the newest run that recorded the state; the first one that did
     v.macro("StateRun", run)
+    v.macro("StateFirstRun", runs[0])
+    sw = sw[sw.run == run]
     t = pd.read_csv(timings)
     t = t[(t.run == run) & t.set.fillna("").str.contains("n_sweep") & (t.status == "ok")]
     reps = t.groupby("key").size()
