@@ -119,21 +119,21 @@ class Launch:
                 **({"maxnreg": cap} if cap else {})}
 
 
-def _stage_or_switches(stage: str | None, switches: Iterable[str] | None, device=None) -> tuple:
+def _stage_or_switches(stage: str | None, switches: Iterable[str] | None, device=None, q=None) -> tuple:
     """(label, switches) for a stage name or an explicit switch subset (neither: the device's default stage)."""
     if switches is not None:
         if stage is not None:
             raise ValueError(f"give a stage or switches, not both (stage={stage!r}, switches={sorted(switches)})")
         switches = check_switches(switches)
         return variant_name(switches), switches
-    st = get_stage(default_stage(device) if stage is None else stage)
+    st = get_stage(default_stage(device, q) if stage is None else stage)
     return st.name, st.switches
 
 
 def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scale=None, **tile) -> Launch:
     """Check everything and return the launch; raises with the problem and the fix on any bad input."""
     B, H, H_kv, N, D = inputs.check_qkv(q, k, v)
-    label, switches = _stage_or_switches(stage, switches, q.device)
+    label, switches = _stage_or_switches(stage, switches, q.device, q)
     inputs.check_out(out, q)
     inputs.check_grad(q, k, v)
     inputs.check_offsets(q=q, k=k, v=v, out=out)
@@ -512,7 +512,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     q: (B, H, N, D); k, v: (B, H_kv, N, D), H a multiple of H_kv (query head h reads K/V head h // (H // H_kv)).
     stage: a name of kernels.STAGES; by default the fastest stage verified on the device's architecture
     (kernels.defaults: on an sm_90 GPU the leading stage of the committed H200 runs, the one listed in
-    kernels/default_stages.csv; on any other device the article's last stage, kernels.FINAL). Or switches: any
+    kernels/default_stages.csv, and where that is a Gluon stage and the call has a head dim or dtype the Gluon kernel
+    does not take, the row's fallback, the leading Triton stage; on any other device the article's last stage,
+    kernels.FINAL). Or switches: any
     subset of the switches (kernels.stages.ALL_SWITCHES) instead (not both). tile: block_m, block_n, num_warps, num_stages
     override the variant's own tile (kernels.stages.default_tile: the article's 32x32 with 4 warps, or the one its
     switches choose). out: an optional tensor like q to write into (q itself is allowed; memory shared with k or v

@@ -212,6 +212,29 @@ def verified_gluon_stages() -> set:
     return verified
 
 
+def test_a_gluon_default_gives_way_to_its_fallback_for_a_call_it_does_not_take(monkeypatch):
+    """On sm_90 the default may be a Gluon stage; a call of a head dim or dtype the Gluon kernel does not take gets
+    the row's fallback (a Triton stage), one it takes gets the default, and no q means the default."""
+    import torch
+
+    from kernels import defaults
+    from kernels.stages import TRITON_STAGES, is_gluon
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: (9, 0))
+    monkeypatch.setattr(defaults, "_rows", lambda: [dict(arch="90", stage="v19", fallback="v13")])
+    for cache in (defaults._for_cuda, defaults.default_stages, defaults.fallback_stages):
+        cache.cache_clear()
+    try:
+        dev = torch.device("cuda", 0)
+        meta = lambda d, dt=torch.float16: torch.empty((1, 2, 8, d), dtype=dt, device="meta")  # noqa: E731
+        assert defaults.default_stage(dev) == "v19" and is_gluon(STAGES["v19"].switches)
+        assert defaults.default_stage(dev, meta(128)) == defaults.default_stage(dev, meta(64, torch.bfloat16)) == "v19"
+        for q in (meta(96), meta(256), meta(32), meta(128, torch.float32)):
+            assert defaults.default_stage(dev, q) == "v13" and "v13" in TRITON_STAGES
+    finally:
+        for cache in (defaults._for_cuda, defaults.default_stages, defaults.fallback_stages):
+            cache.cache_clear()
+
+
 def test_the_default_stage_is_the_verified_leader_on_its_architecture_and_the_articles_elsewhere(monkeypatch):
     import torch
 
