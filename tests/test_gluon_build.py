@@ -586,14 +586,14 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 8 and attrs       # the eight constexprs; N, H divisible by 16
+    assert len(constexprs) == 9 and attrs       # the nine constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
     assert signature["k_desc"] == signature["v_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
     assert signature["qk_scale"] == "fp32" and signature["H"] == signature["N"] == "i32"
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
-                                   "TWO_CONSUMERS", "SOFTMAX_OVERLAP"]
+                                   "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert args["SOFTMAX_OVERLAP"] is False

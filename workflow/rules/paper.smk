@@ -126,6 +126,7 @@ VALUES = {
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
     "gluon": dict(seal_file=f"{PROBE_GLUON}/SHA256SUMS", grid_seal=f"{GLUON_GRID}/SHA256SUMS",
                   correctness=f"{GLUON_GRID}/verify/correctness.csv", grid_env=f"{GLUON_GRID}/verify/env.json",
+                  kernel="kernels/gluon_fwd.py",
                   racecheck=f"{PROBE_GLUON}/sanitizer_racecheck.log", synccheck=f"{PROBE_GLUON}/sanitizer_synccheck.log",
                   memcheck=f"{PROBE_GLUON}/sanitizer_memcheck.log"),
     "hostcost": dict(seal_file=f"{PROBE_HOST}/SHA256SUMS", host_cost=f"{PROBE_HOST}/host_cost.csv",

@@ -9,15 +9,25 @@ from pathlib import Path
 from kernels.stages import ALL_SWITCHES, GLUON
 
 
+def aliases(source: str, constexpr: str) -> list:
+    """The constexprs the kernel derives from this one (`NAME: gl.constexpr = ... CONSTEXPR ...`), whose blocks
+    are the switch's code too (e.g. PAIR, TWO_CONSUMERS without REGISTER_REALLOC)."""
+    return re.findall(rf"^\s*([A-Z_]+): gl\.constexpr = [^:,\n]*\b{constexpr}\b", source,
+                      flags=re.M)
+
+
 def blocks(source: str, constexpr: str) -> list:
-    """The source's blocks that a constexpr opens, dedented, and the lines that pass it by keyword."""
+    """The source's blocks that a constexpr (or one derived from it) opens, dedented, the lines that derive those,
+    and the lines that pass it by keyword."""
     lines = source.splitlines()
     found = []
+    names = "|".join([constexpr, *aliases(source, constexpr)])
     for i, line in enumerate(lines):
-        if re.search(rf"\w+={constexpr}\b", line):      # a keyword argument: the line says it all
-            found.append(line.strip())
+        if re.search(rf"\w+={constexpr}\b", line) or re.match(
+                rf"\s*(?:{names}): gl\.constexpr = [^:,\n]*\b{constexpr}\b", line):
+            found.append(line.strip())      # a keyword argument or a derived constexpr: the line says it all
             continue
-        if re.match(rf"\s*if (not )?(\w+ and )?{constexpr}\b", line):
+        if re.match(rf"\s*(el)?if (not )?(\w+ and )?(?:{names})\b", line):
             indent = len(line) - len(line.lstrip())
             block = [line]
             for nxt in lines[i + 1:]:

@@ -44,18 +44,17 @@ def added_switch(i: int) -> str:
     return sorted((STAGES[GLUON_STAGES[i]].switches - before) & GLUON.keys())[0].replace("_", r"\_")
 
 
-def values(seal_file: Path, grid_seal: Path, correctness: Path, grid_env: Path, racecheck: Path, synccheck: Path,
-           memcheck: Path) -> Values:
+def values(seal_file: Path, grid_seal: Path, correctness: Path, grid_env: Path, kernel: Path, racecheck: Path,
+           synccheck: Path, memcheck: Path) -> Values:
+    import hashlib
     import json
-
-    from pipeline import gpu_env
     seal.verify(Path(seal_file).parent)
     seal.verify(Path(grid_seal).parent)
     v = Values("gluon")
-    ran = json.loads(Path(grid_env).read_text())["kernel_sha256"]["kernels/gluon_fwd.py"]
-    now = gpu_env.kernel_sha256()["kernels/gluon_fwd.py"]
+    ran = json.loads(Path(grid_env).read_text())["kernel_sha256"][Path(kernel).as_posix()]
+    now = hashlib.sha256(Path(kernel).read_bytes()).hexdigest()
     if ran != now:
-        raise ValueError(f"{correctness} verified kernels/gluon_fwd.py {ran[:12]}..., not its current source "
+        raise ValueError(f"{correctness} verified {kernel} {ran[:12]}..., not its current source "
                          f"{now[:12]}...: verify on a GPU again and point GLUON_GRID at that run")
     v.macro("GluonGridRun", Path(grid_seal).parent.name)
     c = pd.read_csv(correctness)

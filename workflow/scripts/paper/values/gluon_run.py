@@ -26,8 +26,9 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     g = p[p.variant.isin(GLUON_STAGES)]
     runs = sorted(set(g.run), key=run_number)
     v.macro("GluonRuns", listing(runs))
-    v.macro("GluonRunCount", len(runs))
-    v.macro("GluonRunsPhrase", "one run" if len(runs) == 1 else f"{len(runs)} runs, on one H200 each")
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    v.macro("GluonRunsPhrase", "one run" if len(runs) == 1 else f"{words.get(len(runs), len(runs))} runs, on one "
+            f"H200 each")
     v.macro("GluonLast", GLUON_STAGES[-1])
     ratio = g.groupby(["variant", "dtype", "N"]).x_cudnn.median()
     for (st, dt, n), x in ratio.items():
