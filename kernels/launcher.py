@@ -364,16 +364,15 @@ def _key(q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile) 
     """signature() from the tensors' data pointers, read once by the caller (`attention` launches with them).
 
     Per tensor, after its layout: the address modulo 16 (alignment), or for an aligned one whether it is a
-    ZeroTensor (no memory: a ZeroTensor's view can have a nonzero address, so the address alone does not say);
-    and its negation bit (memory that means other values). The conjugation bit, which the full checks refuse too,
-    is not read: PyTorch sets it on complex tensors only (TensorImpl::_set_conj asserts a complex dtype), and a
-    key whose dtypes are complex never gets a plan (the full path refuses them), so in every key that has a plan
-    each tensor's bit is off (tests/test_launch_cache.py proves both)."""
-    return (type(q), q.dtype, q.device, q.shape, q.stride(), qp & 15 or q._is_zerotensor(), q.is_neg(),
-            type(k), k.dtype, k.device, k.shape, k.stride(), kp & 15 or k._is_zerotensor(), k.is_neg(),
-            type(v), v.dtype, v.device, v.shape, v.stride(), vp & 15 or v._is_zerotensor(), v.is_neg(),
+    ZeroTensor (no memory; a ZeroTensor's view can have a nonzero address, so the address alone does not say); and
+    its negation and conjugation bits (memory that means other values; PyTorch's TensorImpl asserts that only a
+    complex tensor has the conjugation bit, but torch._C._set_conj sets it on a real one before that assertion
+    fails, so the bit is read for every dtype)."""
+    return (type(q), q.dtype, q.device, q.shape, q.stride(), qp & 15 or q._is_zerotensor(), q.is_neg(), q.is_conj(),
+            type(k), k.dtype, k.device, k.shape, k.stride(), kp & 15 or k._is_zerotensor(), k.is_neg(), k.is_conj(),
+            type(v), v.dtype, v.device, v.shape, v.stride(), vp & 15 or v._is_zerotensor(), v.is_neg(), v.is_conj(),
             None if out is None else (type(out), out.dtype, out.device, out.shape, out.stride(),
-                                      op & 15 or out._is_zerotensor(), out.is_neg()),
+                                      op & 15 or out._is_zerotensor(), out.is_neg(), out.is_conj()),
             _get_device() if q.is_cuda else inputs.interpreting(),
             (q.requires_grad or k.requires_grad or v.requires_grad) and _is_grad_enabled(),
             type(causal), causal, type(stage), stage, type(sm_scale), sm_scale, switches,
