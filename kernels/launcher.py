@@ -309,10 +309,18 @@ def launch_kernel(launch: Launch):
 # launcher, for every stage, the Gluon ones included: host descriptors are expanded as Triton's launcher would
 # (DescriptorArgs below). Any other call takes the full path, so every bad input still gets its error. The cache
 # holds no tensor (a filled descriptor holds an address, not a reference).
+#
+# The cached path is Python around the C launcher, so it does each thing once (issue 20): the tensors' pointers are
+# read once, for the key's alignment bits, the alias check of a given output (inputs.AliasCheck.check_ptrs) and the
+# launch (_launch_ptrs); the key is compared with the last one launched before it is hashed; the output comes from
+# PyTorch's low-overhead allocator (fast_empty); the launch's constant arguments are unpacked from one tuple
+# (_Direct), and with host descriptors the kernel's whole argument tuple is kept per set of four pointers.
+# workflow/scripts/tools/host_python.py times these parts on a CPU, host_cost.py on a GPU host.
 # ---------------------------------------------------------------------------------------------------------------
 assert tuple(_attn_fwd.arg_names[:len(TENSOR_ARGS)]) == TENSOR_ARGS
 CACHE_SIZE = 4096  # signatures kept; the cache is emptied when full
-DESCRIPTOR_CACHE_SIZE = 64  # filled TMA descriptors kept per plan and tensor (by pointer); emptied when full
+DESCRIPTOR_CACHE_SIZE = 64  # filled TMA descriptors (and argument tuples) kept per plan and tensor (by pointer);
+# emptied when full; 0 keeps none (every call fills its maps)
 
 
 @dataclass
