@@ -258,8 +258,11 @@ class AliasCheck:
         self.out_like_q = out.stride() == q.stride() and out.shape == q.shape
 
     def check(self, q, k, v, out) -> None:
+        self.check_ptrs(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), q, k, v, out)
+
+    def check_ptrs(self, qp: int, kp: int, vp: int, op: int, q, k, v, out) -> None:
+        """check() given the tensors' data pointers (the cached call has read them for its signature)."""
         (q0, q1), (k0, k1), (v0, v1), (o0, o1) = self.spans
-        qp, kp, vp, op = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
         lo, hi = op + o0, op + o1
         if (kp + k0 < hi and lo < kp + k1) or (vp + v0 < hi and lo < vp + v1) or (
                 qp + q0 < hi and lo < qp + q1 and not (qp == op and self.out_like_q)):

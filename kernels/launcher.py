@@ -1,11 +1,12 @@
 """The host side of the kernel: check the inputs, allocate the output, launch one stage or switch subset."""
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import threading
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import torch
 import triton
@@ -309,10 +310,18 @@ def launch_kernel(launch: Launch):
 # launcher, for every stage, the Gluon ones included: host descriptors are expanded as Triton's launcher would
 # (DescriptorArgs below). Any other call takes the full path, so every bad input still gets its error. The cache
 # holds no tensor (a filled descriptor holds an address, not a reference).
+#
+# The cached path is Python around the C launcher, so it does each thing once (issue 20): the tensors' pointers are
+# read once, for the key's alignment bits, the alias check of a given output (inputs.AliasCheck.check_ptrs) and the
+# launch (_launch_ptrs); the key is compared with the last one launched before it is hashed; the output comes from
+# PyTorch's low-overhead allocator (fast_empty); the launch's constant arguments are unpacked from one tuple
+# (_Direct), and with host descriptors the kernel's whole argument tuple is kept per set of four pointers.
+# workflow/scripts/tools/host_python.py times these parts on a CPU, host_cost.py on a GPU host.
 # ---------------------------------------------------------------------------------------------------------------
 assert tuple(_attn_fwd.arg_names[:len(TENSOR_ARGS)]) == TENSOR_ARGS
 CACHE_SIZE = 4096  # signatures kept; the cache is emptied when full
-DESCRIPTOR_CACHE_SIZE = 64  # filled TMA descriptors kept per plan and tensor (by pointer); emptied when full
+DESCRIPTOR_CACHE_SIZE = 64  # filled TMA descriptors (and argument tuples) kept per plan and tensor (by pointer);
+# emptied when full; 0 keeps none (every call fills its maps)
 
 
 @dataclass
@@ -326,8 +335,9 @@ class _Plan:
     rest: tuple
     host_desc: bool = False      # the tensors go to the kernel as TMA descriptors made on the host
     switches: frozenset = frozenset()   # for the compile options they imply (a register cap)
-    direct: tuple | None = None
+    direct: "_Direct | None" = None   # the cached launch (_direct), once the JIT has compiled it
     alias: inputs.AliasCheck | None = None   # for a call given its output: check_no_alias from the pointers
+    new_out: object = None   # a call without out: allocates it (fast_empty), or None for torch.empty_like
 
     @property
     def gluon(self) -> bool:
@@ -349,29 +359,81 @@ class _Plan:
 
 _PLANS: dict = {}
 _get_device = getattr(torch._C, "_cuda_getDevice", None)
+_is_grad_enabled = torch.is_grad_enabled
+_empty_like, _CONTIGUOUS = torch.empty_like, torch.contiguous_format
 
 
 def signature(q, k, v, out, causal, stage, sm_scale, switches, tile) -> tuple:
     """The cache key of a call: equal keys mean that the checks and the compiled kernel are the same. Raises for a
     non-tensor or an unhashable option (the call then takes the full path, which names the problem)."""
-    # Per tensor, after its layout: the address modulo 16 (alignment), or for an aligned one whether it is a
-    # ZeroTensor (no memory, address 0); and its negation and conjugation bits (memory that means other values).
-    return (type(q), q.dtype, q.device, q.shape, q.stride(), q.data_ptr() & 15 or q._is_zerotensor(),
-            q.is_neg(), q.is_conj(),
-            type(k), k.dtype, k.device, k.shape, k.stride(), k.data_ptr() & 15 or k._is_zerotensor(),
-            k.is_neg(), k.is_conj(),
-            type(v), v.dtype, v.device, v.shape, v.stride(), v.data_ptr() & 15 or v._is_zerotensor(),
-            v.is_neg(), v.is_conj(),
+    return _key(q, k, v, out, q.data_ptr(), k.data_ptr(), v.data_ptr(), None if out is None else out.data_ptr(),
+                causal, stage, sm_scale, switches, tile)
+
+
+def _key(q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile) -> tuple:
+    """signature() from the tensors' data pointers, read once by the caller (`attention` launches with them).
+
+    Per tensor, after its layout: the address modulo 16 (alignment), or for an aligned one whether it is a
+    ZeroTensor (no memory; a ZeroTensor's view can have a nonzero address, so the address alone does not say); and
+    its negation and conjugation bits (memory that means other values; PyTorch's TensorImpl asserts that only a
+    complex tensor has the conjugation bit, but torch._C._set_conj sets it on a real one before that assertion
+    fails, so the bit is read for every dtype)."""
+    return (type(q), q.dtype, q.device, q.shape, q.stride(), qp & 15 or q._is_zerotensor(), q.is_neg(), q.is_conj(),
+            type(k), k.dtype, k.device, k.shape, k.stride(), kp & 15 or k._is_zerotensor(), k.is_neg(), k.is_conj(),
+            type(v), v.dtype, v.device, v.shape, v.stride(), vp & 15 or v._is_zerotensor(), v.is_neg(), v.is_conj(),
             None if out is None else (type(out), out.dtype, out.device, out.shape, out.stride(),
-                                      out.data_ptr() & 15 or out._is_zerotensor(), out.is_neg(), out.is_conj()),
+                                      op & 15 or out._is_zerotensor(), out.is_neg(), out.is_conj()),
             _get_device() if q.is_cuda else inputs.interpreting(),
-            (q.requires_grad or k.requires_grad or v.requires_grad) and torch.is_grad_enabled(),
+            (q.requires_grad or k.requires_grad or v.requires_grad) and _is_grad_enabled(),
             type(causal), causal, type(stage), stage, type(sm_scale), sm_scale, switches,
             tuple((key, type(val), val) for key, val in tile.items()) if tile else ())
 
 
+# The last signature launched from the cache and its plan (one tuple: threads replace it whole), so that a call with
+# the signature of the one before compares keys instead of hashing one (the comparison is the dictionary's own).
+_last: tuple = (None, None)
+
+
+def _remember(key, plan) -> None:
+    global _last
+    _last = (key, plan)
+
+
+def contiguous_strides(shape) -> tuple:
+    """The strides of a contiguous tensor of this shape (what torch.empty(shape) has)."""
+    strides, step = [], 1
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+# The output's allocation on the cached path. torch.empty_like goes through PyTorch's argument parser and dispatcher
+# (0.8 us on a CPU tensor here, 2-4 us of a CUDA one on the H200's host); PyTorch's own low-overhead allocator for
+# compiled graphs (torch._C._dynamo.guards._empty_strided_cuda, what Inductor's generated code allocates with) makes
+# the same tensor from a shape, strides and dtype: on the current device (the key holds it, and it is the tensors'),
+# from the same caching allocator, so on the current stream and inside a CUDA graph's capture alike.
+try:
+    from torch._C._dynamo.guards import _empty_strided_cpu, _empty_strided_cuda
+    _EMPTY_STRIDED = {"cuda": _empty_strided_cuda, "cpu": _empty_strided_cpu}
+except ImportError:     # a torch without them: empty_like
+    _EMPTY_STRIDED = {}
+
+
+def fast_empty(q):
+    """A function of no arguments that returns a new contiguous tensor of q's shape and dtype on q's device (what
+    torch.empty_like(q, memory_format=torch.contiguous_format) returns), or None where that needs empty_like: a
+    subclass of Tensor (its __torch_function__ may make its own), or a device without the low-overhead helper."""
+    fn = _EMPTY_STRIDED.get(q.device.type)
+    if fn is None or type(q) is not torch.Tensor:
+        return None
+    return functools.partial(fn, tuple(q.shape), contiguous_strides(q.shape), q.dtype)
+
+
 def clear_cache() -> None:
     """Forget every checked signature (the next call of each takes the full path again)."""
+    global _last
+    _last = (None, None)
     _PLANS.clear()
 
 
@@ -425,9 +487,11 @@ class DescriptorArgs:
             return (ptr, *self.tail)
         args = self.cache.get(ptr)
         if args is None:
-            if len(self.cache) >= DESCRIPTOR_CACHE_SIZE:
-                self.cache.clear()
-            args = self.cache[ptr] = (self.fill(ptr, *self.fill_rest), *self.tail)
+            args = (self.fill(ptr, *self.fill_rest), *self.tail)
+            if DESCRIPTOR_CACHE_SIZE > 0:       # 0: no map is kept, every call fills its own
+                if len(self.cache) >= DESCRIPTOR_CACHE_SIZE:
+                    self.cache.clear()
+                self.cache[ptr] = args
         return args
 
 
@@ -474,6 +538,31 @@ def _direct_launcher(kernel, tensors: tuple) -> tuple | None:
             scratch, descs)
 
 
+class _Direct(NamedTuple):
+    """What the cached launch of a plan calls Triton's C launcher with, flattened so that a call unpacks it once."""
+
+    launch: object      # Triton's generated C launcher
+    g0: int             # the grid
+    g1: int
+    function: int
+    coop: bool
+    pdl: bool
+    scratch: int        # global scratch bytes for the whole grid (0: none)
+    packed: tuple       # the compiled kernel's packed metadata
+    descs: tuple | None     # one DescriptorArgs per host descriptor, or None for a kernel that takes pointers
+    rest: tuple         # the kernel's other arguments, in its order
+    args: dict | None   # host descriptors: the four pointers -> the kernel's whole argument tuple (bounded)
+
+
+def _direct(plan: _Plan, d: tuple | None) -> _Direct | None:
+    if d is None:
+        return None
+    launch, function, packed, coop, pdl, scratch, descs = d
+    g0, g1 = plan.grid if len(plan.grid) == 2 else (plan.grid[0], 1)
+    return _Direct(launch, g0, g1, function, coop, pdl, g0 * g1 * scratch, packed, descs, plan.rest,
+                   None if descs is None else {})
+
+
 def _launch_jit(plan: _Plan, q, k, v, out) -> None:
     """Launch a planned call through Triton's JIT, and keep what a direct call of its launcher needs. Later calls
     with the same signature call that launcher directly (in `attention`), unless a launch hook is set (a profiler's,
@@ -484,24 +573,36 @@ def _launch_jit(plan: _Plan, q, k, v, out) -> None:
     launch = Launch(plan.label, plan.switches, plan.tile, plan.grid, kwargs)
     kernel = launch_kernel(launch)
     if kernel is not None and q.is_cuda:
-        plan.direct = _direct_launcher(kernel, tuple(kwargs.values())[:len(TENSOR_ARGS)])
+        plan.direct = _direct(plan, _direct_launcher(kernel, tuple(kwargs.values())[:len(TENSOR_ARGS)]))
 
 
 def launch_direct(plan: _Plan, q, k, v, out) -> None:
     """The cached launch: Triton's generated C launcher, called directly (see _launch_jit), on tensors whose call
     signature is the plan's (`attention` makes sure of it)."""
-    launch, function, packed, coop, pdl, scratch, descs = plan.direct
-    g0, g1 = plan.grid if len(plan.grid) == 2 else (plan.grid[0], 1)
-    # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would.
-    scratch = torch.empty(g0 * g1 * scratch, dtype=torch.uint8, device=q.device) if scratch else None
+    _launch_ptrs(plan.direct, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr())
+
+
+def _launch_ptrs(direct: _Direct, qp: int, kp: int, vp: int, op: int) -> None:
+    """launch_direct from the tensors' data pointers (`attention` has read them for the signature)."""
+    launch, g0, g1, function, coop, pdl, scratch, packed, descs, rest, cache = direct
+    # Kernels that make tensor descriptors on the device get their scratch memory as Triton's launcher would (on
+    # the current device, which is the tensors': the signature holds it).
+    scratch = torch.empty(scratch, dtype=torch.uint8, device=_get_device()) if scratch else None
     if descs is None:
         launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
-               None, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), *plan.rest)
-    else:
+               None, qp, kp, vp, op, *rest)
+        return
+    ptrs = (qp, kp, vp, op)
+    args = cache.get(ptrs)
+    if args is None:        # the maps of addresses not seen together before (each filled once per address)
         dq, dk, dv, do = descs
-        launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None,
-               None, *dq.args(q.data_ptr()), *dk.args(k.data_ptr()), *dv.args(v.data_ptr()),
-               *do.args(out.data_ptr()), *plan.rest)
+        args = (*dq.args(qp), *dk.args(kp), *dv.args(vp), *do.args(op), *rest)
+        if DESCRIPTOR_CACHE_SIZE > 0:
+            if len(cache) >= DESCRIPTOR_CACHE_SIZE:
+                cache.clear()
+            cache[ptrs] = args
+    launch(g0, g1, 1, _current_stream(_get_device()), function, coop, pdl, scratch, None, packed, None, None, None,
+           *args)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = True, stage: str | None = None,
@@ -536,10 +637,27 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     if switches is not None and type(switches) is not frozenset:
         switches = frozen_switches(switches)
     try:
-        key = signature(q, k, v, out, causal, stage, sm_scale, switches, tile)
-        plan = _PLANS.get(key)
+        qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
+        op = None if out is None else out.data_ptr()
+        key = _key(q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile)
+        last_key, plan = _last
+        if key != last_key:     # the signature of the call before this one needs no hashing
+            plan, last_key = _PLANS.get(key), None
     except Exception:  # a non-tensor, an unhashable option: the full path names the problem
         key = plan = None
+    if plan is not None:
+        direct = plan.direct
+        if direct is not None and not (_ENTER.calls or _EXIT.calls):      # the cached launch
+            if out is None:
+                new_out = plan.new_out
+                out = new_out() if new_out is not None else _empty_like(q, memory_format=_CONTIGUOUS)
+                op = out.data_ptr()
+            else:
+                plan.alias.check_ptrs(qp, kp, vp, op, q, k, v, out)     # pointers change from call to call
+            _launch_ptrs(direct, qp, kp, vp, op)
+            if last_key is None:
+                _remember(key, plan)
+            return out
     out_given = out
     if out is None:
         if plan is None:
@@ -547,9 +665,6 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
     elif plan is not None:
         plan.alias.check(q, k, v, out)                 # pointers change from call to call: checked every time
-    if plan is not None and plan.direct is not None and not (_ENTER.calls or _EXIT.calls):
-        launch_direct(plan, q, k, v, out)
-        return out
     if plan is None:
         launch = plan_launch(q, k, v, out, causal=causal, stage=stage, switches=switches, sm_scale=sm_scale, **tile)
         inputs.check_runnable(q, launch.kernel)
@@ -558,7 +673,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
         names = launch.kernel.arg_names
         plan = _Plan(launch.label, launch.tile, launch.grid, tuple(launch.kwargs[n] for n in names[len(TENSOR_ARGS):]),
                      host_desc=not isinstance(launch.kwargs[names[0]], torch.Tensor), switches=launch.switches,
-                     alias=None if out_given is None else inputs.AliasCheck(q, k, v, out))
+                     alias=None if out_given is None else inputs.AliasCheck(q, k, v, out),
+                     new_out=fast_empty(q))
         if key is not None:
             if len(_PLANS) >= CACHE_SIZE:
                 _PLANS.clear()

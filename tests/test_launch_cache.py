@@ -316,3 +316,194 @@ def test_the_cached_alias_check_refuses_exactly_what_the_full_one_does(offsets, 
         return False
 
     assert raises(inputs.AliasCheck(q, k, v, out).check) == raises(inputs.check_no_alias)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The cached direct launch itself. On the CPU the JIT runs the interpreter and keeps no direct launch, so these
+# tests give each new plan a direct launch whose C launcher records its arguments (and computes nothing): what they
+# check is which calls take it, and what the cached path does before it.
+# ---------------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def direct(monkeypatch, counted):
+    """Every plan the full path makes gets a direct launch into a recorder; returns the recorded launches."""
+    launches = []
+
+    def record(*args):
+        launches.append(args)
+
+    def _launch_jit(plan, q, k, v, out):
+        if plan.direct is None:
+            plan.direct = attn._direct(plan, (record, 0, (4, 1, 0), False, False, 0, None))
+
+    monkeypatch.setattr(attn, "_launch_jit", _launch_jit)
+    monkeypatch.setattr(attn, "_current_stream", lambda device: 0)
+    monkeypatch.setattr(attn, "_get_device", lambda: 0)
+    return launches
+
+
+def test_a_cached_call_given_out_skips_the_full_alias_check(direct, monkeypatch):
+    """issue 20: a call given out= cost about 24 us more than one without on the H200's host (the probe at 741af1b),
+    where the cached path ran check_no_alias (9 us of Python on this CPU) on every call. The cached call checks the
+    pointers against the plan's spans instead, and calls check_no_alias only where they overlap (to say why)."""
+    from kernels import inputs
+    full = []
+    real = inputs.check_no_alias
+    monkeypatch.setattr(inputs, "check_no_alias", lambda *a: (full.append(1), real(*a))[1])
+    q, k, v = qkv()
+    out = torch.empty_like(q)
+    attention(q, k, v, out=out)
+    assert len(full) == 1 and len(counted := direct) == 0      # the full path: checked, planned, launched by the JIT
+    for _ in range(5):
+        assert attention(q, k, v, out=out) is out
+    assert len(full) == 1, "the cached call given out= ran the full alias check"
+    assert len(counted) == 5
+    ptrs = [a[13:17] for a in counted]
+    assert set(ptrs) == {(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr())}
+    # the same layouts with out over k's memory: the cached call refuses it, through check_no_alias's message
+    buf = torch.empty(q.numel() + 64, dtype=q.dtype)
+    k2 = buf[:k.numel()].view(k.shape)
+    out2 = buf[:q.numel()].view(q.shape)
+    with pytest.raises(ValueError, match="out shares memory with k"):
+        attention(q, k2, v, out=out2)
+    assert len(counted) == 5 and len(full) == 2
+
+
+def test_the_direct_launch_is_taken_only_by_the_cached_signature(direct):
+    """A call with the cached signature goes straight to the C launcher; one that differs in anything the checks
+    read (layout, dtype, device, a lazy bit, alignment, grad mode, an option) takes the full path: planned anew
+    (plan_launch) or refused, never launched from the cache."""
+    q, k, v = qkv()
+    attention(q, k, v, stage="v7")
+    attention(q, k, v, stage="v7")
+    assert len(direct) == 1 and len(counted := []) == 0
+    plans = attn.cached_signatures()
+    buf = torch.empty(q.numel() + 1, dtype=q.dtype)
+    changes = {
+        "layout": dict(q=q.transpose(1, 2).contiguous().transpose(1, 2)),
+        "dtype": dict(q=q.bfloat16(), k=k.bfloat16(), v=v.bfloat16()),
+        "device": dict(q=q.to("meta"), k=k.to("meta"), v=v.to("meta")),
+        "neg bit": dict(k=torch._neg_view(k)),
+        "conj bit": dict(q=q.to(torch.complex64).conj()),
+        "conj bit, real": dict(k=real_with_conj_bit(k)),
+        "ZeroTensor": dict(v=torch._efficientzerotensor(v.shape, dtype=v.dtype)),
+        "ZeroTensor view": dict(v=torch._efficientzerotensor((2, 1, 16, 16), dtype=v.dtype)[1:]),
+        "alignment": dict(q=buf[1:].view(q.shape).copy_(q)),
+        "grad mode": dict(q=q.clone().requires_grad_()),
+        "an option": dict(causal=False),
+        "the scale": dict(sm_scale=0.125),
+        "a tile": dict(block_m=16),
+    }
+    for what, change in changes.items():
+        before = len(direct)
+        args = dict(q=q, k=k, v=v, stage="v7")
+        args.update(change)
+        try:
+            attention(args.pop("q"), args.pop("k"), args.pop("v"), **args)
+        except (ValueError, TypeError):
+            pass
+        assert len(direct) == before, f"{what}: launched from the cache"
+    assert attn.cached_signatures() > plans      # the accepted changes were planned anew
+    with torch.no_grad():       # grad mode off: requires_grad is irrelevant, the call is the cached one
+        attention(q.clone().requires_grad_(), k, v, stage="v7")
+    assert len(direct) == 2
+
+
+def test_the_last_signature_shortcut_keeps_signatures_apart(direct, counted):
+    """The cached path compares the key with the last one launched before hashing it: alternating signatures still
+    find their own plans, and a new one is planned."""
+    q, k, v = qkv()
+    q2, k2, v2 = qkv(N=8)
+    for _ in range(3):
+        attention(q, k, v, stage="v7")
+        attention(q2, k2, v2, stage="v7")
+    assert len(counted) == 2 and len(direct) == 4
+    plans = [attn._PLANS[attn.signature(*t, None, True, "v7", None, None, {})] for t in ((q, k, v), (q2, k2, v2))]
+    assert plans[0].rest != plans[1].rest      # N differs
+    assert [a[17:] for a in direct] == [plans[0].rest, plans[1].rest] * 2      # each call launched its own plan
+    attn.clear_cache()
+    attention(q, k, v, stage="v7")
+    assert len(counted) == 3, "after clear_cache the last signature is forgotten too"
+
+
+def real_with_conj_bit(t: torch.Tensor) -> torch.Tensor:
+    """A real tensor with the conjugation bit set: torch._C._set_conj sets it, then fails TensorImpl's assertion that
+    only complex tensors have it, leaving the bit set."""
+    t = t.clone()
+    try:
+        torch._C._set_conj(t, True)
+    except RuntimeError:
+        pass
+    return t
+
+
+def test_a_real_tensor_with_the_conjugation_bit_misses_the_cache(direct):
+    """The key reads the conjugation bit of every tensor, the real ones too, which PyTorch's own assertion does not
+    keep it off: after a cached good call, the same call with the bit set on a real q or out is refused."""
+    q, k, v = qkv()
+    out = torch.empty_like(q)
+    attention(q, k, v, stage="v7")
+    attention(q, k, v, stage="v7", out=out)
+    bad = real_with_conj_bit(q)
+    assert bad.is_conj() and bad.dtype == q.dtype
+    with pytest.raises(ValueError, match="conjugation bit"):
+        attention(bad, k, v, stage="v7")
+    with pytest.raises(ValueError, match="conjugation bit"):
+        attention(q, k, v, stage="v7", out=real_with_conj_bit(out))
+    assert len(direct) == 0
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "odd stride of a size-1 dim"])
+def test_the_cached_output_is_the_one_empty_like_makes(direct, layout):
+    """The cached path allocates the output with PyTorch's low-overhead allocator (fast_empty): the same shape,
+    contiguous strides, dtype, device, type and autograd state as torch.empty_like(q, contiguous_format), for any
+    layout of q, in and out of inference mode; a subclass of Tensor gets empty_like itself."""
+    q, k, v = qkv()
+    if layout == "transposed":
+        q = q.transpose(1, 2).contiguous().transpose(1, 2)
+    elif layout == "odd stride of a size-1 dim":
+        q = q.as_strided(q.shape, (7, *q.stride()[1:]))
+    for mode in (contextlib_null, torch.inference_mode):
+        with mode():
+            attention(q, k, v, stage="v0")
+            out = attention(q, k, v, stage="v0")
+            ref = torch.empty_like(q, memory_format=torch.contiguous_format)
+        assert (type(out), out.shape, out.stride(), out.dtype, out.device, out.requires_grad, out.is_inference()) == \
+            (type(ref), ref.shape, ref.stride(), ref.dtype, ref.device, ref.requires_grad, ref.is_inference())
+    assert len(direct) == 3     # inference mode is not in the key: its first call is a cached one too
+    assert attn.fast_empty(torch.nn.Parameter(q, requires_grad=False)) is None
+    assert attn.fast_empty(q.to("meta")) is None
+
+
+def contextlib_null():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def test_descriptor_maps_are_filled_anew_when_the_cache_size_is_zero(fake_fill, monkeypatch):
+    """host_cost.py's `fill` path sets DESCRIPTOR_CACHE_SIZE = 0 for "every descriptor filled anew on every call":
+    then no map is kept, neither per tensor nor per set of pointers (before, a map of the last address was kept, so
+    the timed loop, whose addresses repeat, reused it)."""
+    q, k, v = qkv(N=64, D=64)
+    out = torch.empty_like(q)
+    descs = attn.host_descriptors(q, k, v, out, attn.Tile(64, 64, 4, 3))
+    meta = dict(swizzle=3, elem_size=2, elem_type=6, block_size=[1, 1, 64, 64], fp4_padded=False)
+    launches = []
+    plan = attn._Plan("v13", attn.Tile(64, 64, 4, 3), (2, 1), (1.0, 2, 3))
+    direct = attn._direct(plan, (lambda *a: launches.append(a), 0, (4, 1, 0), False, False, 0,
+                                 tuple(attn.DescriptorArgs(d, meta) for d in descs)))
+    monkeypatch.setattr(attn, "_current_stream", lambda device: 0)
+    monkeypatch.setattr(attn, "_get_device", lambda: 0)
+    ptrs = (4096, 8192, 12288, 16384)
+    for size, fills in ((64, 4), (0, 8)):
+        monkeypatch.setattr(attn, "DESCRIPTOR_CACHE_SIZE", size)
+        direct.args.clear()
+        for d in direct.descs:
+            d.cache.clear()
+        fake_fill.calls = 0
+        attn._launch_ptrs(direct, *ptrs)
+        attn._launch_ptrs(direct, *ptrs)
+        assert fake_fill.calls == fills, f"DESCRIPTOR_CACHE_SIZE={size}"
+        assert launches[-1] == launches[-2]
+        expected = (*(a for d, p in zip(direct.descs, ptrs) for a in d.args(p)), 1.0, 2, 3)
+        assert launches[-1][13:] == expected and launches[-1][:3] == (2, 1, 1)
+        assert [a[1] for a in launches[-1][13:] if isinstance(a, tuple)] == list(ptrs)   # each map of its address
