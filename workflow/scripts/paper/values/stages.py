@@ -8,8 +8,8 @@ import pandas as pd
 
 from kernels.stages import BASELINE, BEYOND
 
-from pipeline.latex import Values, count_word, fixed
-from pipeline.selection import TORCH
+from pipeline.latex import Values, count_word, fixed, listing
+from pipeline.selection import TORCH, run_number
 
 
 def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path) -> Values:
@@ -35,6 +35,10 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
     r = pd.read_csv(runs, keep_default_na=False)
     v.macro("NumRuns", len(r))
     v.macro("NumGPUsRecorded", len({u for uuids in r.gpu_uuids for u in uuids.split()}))
+    # how many GPUs each run was spread over: the runs on two and the runs on one, apart
+    per_run = r.gpu_uuids.map(lambda u: len(set(u.split())))
+    v.macro("NumRunsTwoGpus", int((per_run > 1).sum()))
+    v.macro("RunsOneGpu", listing(sorted(r.run[per_run == 1], key=run_number), none="none"))
     return v
 
 
