@@ -27,6 +27,8 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     runs = sorted(set(g.run), key=run_number)
     v.macro("GluonRuns", listing(runs))
     v.macro("GluonRunCount", len(runs))
+    # the last of our stages the sweep measured (the one the N-sweep figure draws as our last)
+    v.macro("GluonLastMeasured", max(set(g.variant), key=GLUON_STAGES.index))
     ratio = g.groupby(["variant", "dtype", "N"]).x_cudnn.median()
     for (st, dt, n), x in ratio.items():
         if dt == "float16":         # the text quotes float16's; bfloat16's are in the fastest per N (gbest)

@@ -76,7 +76,7 @@ def values(per_run: Path, timings: Path) -> Values:
         v.put("state", row, "capped", f"{int(g.power_capped.astype(str).eq('True').sum())}/{len(g)}")
     off = pd.concat(off) if off else pd.Series(dtype=float)
     v.macro("StateEnergyAgreePct", fixed(100 * ENERGY_AGREE))
-    v.macro("StateEnergyOffRange", f"{fixed(off.min(), 1)} to {fixed(off.max(), 1)}" if len(off) else "--")
+    v.macro("StateEnergyOffRange", f"{fixed(off.min(), 1)} and {fixed(off.max(), 1)}" if len(off) else "--")
     v.macro("StateEnergyOffN", listing(sorted({str(int(n)) for n in own.loc[off.index].N}, key=int))
             if len(off) else "--")
     return v
