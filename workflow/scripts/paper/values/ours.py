@@ -7,7 +7,7 @@
 Our last stage is the last one measured (per_run.csv's role `last`), so that a stage registered and not yet
 measured changes nothing here."""
 
-import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -15,28 +15,20 @@ import pandas as pd
 
 from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, previous_stage, stage_adding
 
+from pipeline import noise
 from pipeline.latex import Values, count_word, fixed, listing, signed
 from pipeline.selection import (GLUON_STAGES, OUR_STAGES, RATIO_TIME, RATIO_TIME_WORDS, TRITON_OURS, resolve_variant,
                                 switches_label, variant_name)
 
 QUANTITY_WORDS = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
 QUANTITY_KEYS = {"time": "time", "time_ratio": "ratio", "smsp__inst_executed.sum": "instr"}
-# The claims' rule for "has moved" (Section 9, workflow/scripts/aggregate/claims.py), which no step may import: the
-# median change beyond 1%, and a two-sided sign test over the runs below 0.05 where there are runs enough to reach it.
-NEGLIGIBLE_PCT, ALPHA = 1.0, 0.05
-SIGN_MIN_RUNS = next(n for n in range(1, 64) if 2 * 0.5 ** n < ALPHA)
 
 
 def faster_paired(change_pct) -> bool:
-    """Whether the per-run changes (percent, one stage against another, each taken within a run) say faster: the
-    median below -NEGLIGIBLE_PCT and, from SIGN_MIN_RUNS runs on, a sign test that rejects no change at ALPHA."""
-    d = [float(x) for x in change_pct if x != 0]
-    if not d or pd.Series(d).median() >= -NEGLIGIBLE_PCT:
-        return False
-    if len(d) < SIGN_MIN_RUNS:
-        return True
-    k = min(sum(x < 0 for x in d), sum(x > 0 for x in d))
-    return min(1.0, 2 * sum(math.comb(len(d), i) for i in range(k + 1)) / 2 ** len(d)) < ALPHA
+    """Whether the per-run changes (percent, one stage against another, each taken within a run) say faster by the
+    paper's one rule for a change over runs (pipeline.noise: moved, and below zero)."""
+    change = [float(x) for x in change_pct]
+    return noise.moved(change) and statistics.median(change) < 0
 
 
 def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_run: Path, predictions: Path,
