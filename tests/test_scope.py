@@ -102,6 +102,7 @@ def test_scope_values_state_each_figure_where_it_was_measured(inputs):
     assert (m["HostDescFirst"], m["HostDescLast"], m["HostDescRange"]) == ("v11", "v18", "65.9--73.0")
     # the latest run apart (its cached call made the descriptors itself): its figures are not the earlier runs'
     assert (m["HostDescLatestRun"], m["HostDescLatestRange"]) == ("run-18", "14.5--15.6")
+    assert m["HostDescEarlyLast"] == "v18"
 
 
 def test_the_gpu_state_probe_saw_the_power_cap_lower_the_clock_at_the_longest_n(inputs):

@@ -125,6 +125,7 @@ def values(variation_n: Path, sampling: Path, snapshots: Path, per_run: Path, cl
     late = hd[hd.run == latest].groupby("variant").host_min_us.min()
     v.macro("HostDescLatestRun", latest)
     v.macro("HostDescRange", _lohi(early.min(), early.max(), 1) if len(early) else "--")
+    v.macro("HostDescEarlyLast", [s for s in desc if s in early.index][-1] if len(early) else "--")
     v.macro("HostDescLatestRange", _lohi(late.min(), late.max(), 1))
     return v
 
