@@ -17,8 +17,8 @@ from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, previous_stage, sta
 
 from pipeline import noise
 from pipeline.latex import Values, count_word, fixed, listing, signed
-from pipeline.selection import (GLUON_STAGES, OUR_STAGES, RATIO_TIME, RATIO_TIME_WORDS, TRITON_OURS, resolve_variant,
-                                switches_label, variant_name)
+from pipeline.selection import (GLUON_STAGES, HEADLINE, OUR_STAGES, RATIO_TIME, RATIO_TIME_WORDS, TRITON_OURS,
+                                resolve_variant, switches_label, variant_name)
 
 QUANTITY_WORDS = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
 QUANTITY_KEYS = {"time": "time", "time_ratio": "ratio", "smsp__inst_executed.sum": "instr"}
@@ -58,6 +58,8 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     # how far two timings of the same cuDNN kernel differ within a run: at most over every N, and each N's own band
     v.macro("TwinFloorPct", fixed(best.twin_pct.max(), 1))
     v.macro("TwinBandMinPct", fixed(best.twin_pct.min(), 1))
+    head = best[(best.dtype == HEADLINE["dtype"]) & (best.N == HEADLINE["N"])].twin_pct   # the headline's own band
+    v.macro("TwinHeadPct", fixed(head.iloc[0], 1) if len(head) else "--")
     v.macro("RatioTime", RATIO_TIME_WORDS)
     # What cuDNN's memset (in time_us, not in the kernels alone) does to the ratio: cuDNN's memset per call, and our
     # leading stage's ratio to cuDNN at the shortest N in float16 with the memset counted and without (RATIO_TIME)
