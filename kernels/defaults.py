@@ -5,7 +5,9 @@ kernels/default_stages.csv holds one row per architecture that committed GPU run
 of its time over cuDNN's across the N sweep, with no wrong case in the runs' GPU correctness grids; a test
 regenerates it from the committed data). A CUDA device of such an architecture gets that stage; any other device
 (another GPU, or the CPU under Triton's interpreter) gets the article's last stage, kernels.FINAL, which every
-architecture the build compiles for runs.
+architecture the build compiles for runs. Where the default is a Gluon stage (sm_90), a call it does not take (a head
+dim other than 64 or 128, a dtype other than float16 and bfloat16) gets the row's fallback instead, the leading Triton
+stage, so that a call naming no stage is served wherever the Triton kernel serves it.
 """
 from __future__ import annotations
 
@@ -13,29 +15,49 @@ import csv
 import functools
 from pathlib import Path
 
-from .stages import FINAL, get_stage
+from .stages import FINAL, get_stage, is_gluon
 
 DEFAULT_STAGES = Path(__file__).with_name("default_stages.csv")
+
+
+def _rows() -> list:
+    with open(DEFAULT_STAGES, newline="") as f:
+        return list(csv.DictReader(f))
 
 
 @functools.lru_cache(maxsize=None)
 def default_stages() -> dict:
     """Architecture (compute capability as major*10+minor, e.g. 90) -> its default stage."""
-    with open(DEFAULT_STAGES, newline="") as f:
-        table = {int(r["arch"]): get_stage(r["stage"]).name for r in csv.DictReader(f)}
-    return table
+    return {int(r["arch"]): get_stage(r["stage"]).name for r in _rows()}
+
+
+@functools.lru_cache(maxsize=None)
+def fallback_stages() -> dict:
+    """Architecture -> the stage for a call its default (a Gluon stage) does not take: the leading Triton stage."""
+    return {int(r["arch"]): get_stage(r.get("fallback") or r["stage"]).name for r in _rows()}
 
 
 @functools.lru_cache(maxsize=64)
-def _for_cuda(index: int) -> str:
+def _for_cuda(index: int) -> tuple:
     import torch
     major, minor = torch.cuda.get_device_capability(index)
-    return default_stages().get(10 * major + minor, FINAL)
+    arch = 10 * major + minor
+    return default_stages().get(arch, FINAL), fallback_stages().get(arch, FINAL)
 
 
-def default_stage(device=None) -> str:
-    """The stage a call on tensors of this device runs when it names none (see the module)."""
+def gluon_takes(head_dim: int, dtype) -> bool:
+    """Whether the Gluon kernel takes a call of this head dim and dtype (kernels.gluon_fwd.check_config's domain)."""
+    import torch
+    return head_dim in (64, 128) and dtype in (torch.float16, torch.bfloat16)
+
+
+def default_stage(device=None, q=None) -> str:
+    """The stage a call on tensors of this device runs when it names none (see the module); given q, a Gluon default
+    that does not take q's head dim or dtype gives way to its fallback."""
     if device is not None and getattr(device, "type", None) == "cuda":
         import torch
-        return _for_cuda(device.index if device.index is not None else torch.cuda.current_device())
+        stage, fallback = _for_cuda(device.index if device.index is not None else torch.cuda.current_device())
+        if q is not None and is_gluon(get_stage(stage).switches) and not gluon_takes(q.shape[-1], q.dtype):
+            return fallback
+        return stage
     return FINAL

@@ -255,6 +255,16 @@ TWO_CONSUMERS_TILES = ((128, 64, 2), (128, 64, 3))
 # and emits no setmaxnreg, and without a maxnreg at launch neither does its warp-specialization lowering.
 TWO_CONSUMERS_REGISTERS = 168
 _NO_REALLOCATION = gl.constexpr(256)
+# REGISTER_REALLOC (stage v23, on SOFTMAX_OVERLAP): the two consumer warpgroups as one 8-warp default partition, the
+# producer warp a 1-warp worker (padded to a warpgroup): 12 warps, launched with maxnreg 168 (384 threads x 168 fit
+# the SM's 65536). Triton's lowering then gives the default partition (168 - 24) x 4 / 8 more registers per thread,
+# 240, and the producer's warpgroup 24 (240 x 256 + 24 x 128 = 64512); the warpgroup MMAs are all in the default
+# partition, outside the workers' dispatch loop, and ptxas keeps them asynchronous at 240 registers. The tiles it
+# takes: 128-row K/V blocks (each warpgroup's scores a 64x128 tile), two or three stages (160 or 224 KiB of shared
+# memory at D = 128), and 64-row blocks with three.
+REGISTER_REALLOC_TILES = ((128, 128, 2), (128, 128, 3), (128, 64, 3))
+REGISTER_REALLOC_MAXNREG = 168
+REGISTER_REALLOC_WARPS = 8
 
 
 @gluon.jit
@@ -605,7 +615,8 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
 def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                     NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False,
-                    TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False):
+                    TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False,
+                    REGISTER_REALLOC: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -617,6 +628,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     TWO_CONSUMERS (with PRODUCER_WARP, BLOCK_M = 128): two consumer warpgroups of 64 rows each; q_desc's and o_desc's
     block is [1, 1, 64, HEAD_DIM] (``descriptors(..., two_consumers=True)``); launched on ``grid(B, H, N, 128)``
     with ``launch_options(128, BLOCK_N, HEAD_DIM, True, True)``: num_warps=4 and no maxnreg.
+    REGISTER_REALLOC (with SOFTMAX_OVERLAP): the two consumer warpgroups are one 8-warp default partition; q_desc's
+    and o_desc's block is [1, 1, 128, HEAD_DIM] (``descriptors(..., two_consumers=False)``); launched with
+    ``launch_options(128, BLOCK_N, HEAD_DIM, True, True, True)``: num_warps=8 and maxnreg 168.
     """
     dtype: gl.constexpr = q_desc.dtype
 
@@ -629,9 +643,11 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
 
     # The register layouts: the two products' accumulators (one warpgroup, warps stacked along the rows), P as the
     # A operand of the second, and the per-row statistics.
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+    # REGISTER_REALLOC: two warpgroups in one partition, stacked along the rows (warpgroup w: rows 64 w .. 64 w + 63).
+    WARPS: gl.constexpr = 8 if REGISTER_REALLOC else 4
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                        instr_shape=[16, HEAD_DIM, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
@@ -643,13 +659,17 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # (224) waits for its P V product within the step, as it would spill otherwise.
     # TWO_CONSUMERS: each consumer warpgroup holds CONSUMER_M = BLOCK_M // 2 of the program's rows, and the rule is
     # its tiles'.
-    CONSUMER_M: gl.constexpr = BLOCK_M // 2 if TWO_CONSUMERS else BLOCK_M
+    # REGISTER_REALLOC: both consumers in one partition (PAIR off), which covers the program's BLOCK_M rows.
+    PAIR: gl.constexpr = TWO_CONSUMERS and not REGISTER_REALLOC
+    CONSUMER_M: gl.constexpr = BLOCK_M // 2 if PAIR else BLOCK_M
     PV_IN_FLIGHT: gl.constexpr = CONSUMER_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
 
     gl.static_assert(TWO_CONSUMERS or not SOFTMAX_OVERLAP, "SOFTMAX_OVERLAP is built on TWO_CONSUMERS")
+    gl.static_assert(SOFTMAX_OVERLAP or not REGISTER_REALLOC, "REGISTER_REALLOC is built on SOFTMAX_OVERLAP")
+    gl.static_assert(BLOCK_M == 128 or not REGISTER_REALLOC, "REGISTER_REALLOC: a 128-row Q tile, two warpgroups")
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
-    if TWO_CONSUMERS:
+    if PAIR:
         # One Q (then O) buffer per consumer, its CONSUMER_M rows: q_desc's and o_desc's block is [1, 1, CONSUMER_M,
         # HEAD_DIM] (``descriptors(..., two_consumers=True)``), which the kernel checks at compile time.
         gl.static_assert(PRODUCER_WARP, "TWO_CONSUMERS needs PRODUCER_WARP: the producer warp feeds both consumers")
@@ -662,7 +682,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
         q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
     if SOFTMAX_OVERLAP:
         # each consumer's scratch row sums (see _overlap_step): stored every step, never read
-        l_smem = gl.allocate_shared_memory(gl.float32, [2, CONSUMER_M],
+        l_smem = gl.allocate_shared_memory(gl.float32, [2 if PAIR else 1, CONSUMER_M],
                                            gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0]))
     else:
         l_smem = q_smem
@@ -682,7 +702,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
         mbarrier.init(k_bars.index(i), count=1)
         mbarrier.init(v_bars.index(i), count=1)
         if PRODUCER_WARP:
-            if TWO_CONSUMERS:
+            if PAIR:
                 # A buffer is free once both consumers have released it: one arrive from each (see _consumer_pair).
                 mbarrier.init(k_empty.index(i), count=2)
                 mbarrier.init(v_empty.index(i), count=2)
@@ -702,7 +722,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
 
     # Q once (by the warpgroup, before any fork: it is in flight while the producer warp starts), then the K and V
     # loads: the first NUM_STAGES - 1 blocks here and the rest from the steps, or all of them by the producer warp.
-    if TWO_CONSUMERS:
+    if PAIR:
         # Both halves of the Q tile on one barrier: one expect of both tiles' bytes (an expect is also the
         # barrier's one arrive, so a second expect could come after the first tile had completed the phase), two
         # copies. A half wholly past N reads as zeros, and its bytes still count (unverified on the GPU).
@@ -714,7 +734,18 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
         mbarrier.expect(q_bar, q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
     if PRODUCER_WARP:
-        if TWO_CONSUMERS:
+        if REGISTER_REALLOC:
+            # One consumer partition of two warpgroups (8 warps, the default) and the producer warp: the MMAs are all
+            # in the default partition, whose setmaxnreg (240) ptxas honours (see "Register reallocation").
+            gl.warp_specialize([
+                (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
+                             v_empty, n_free, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, BLOCK_M,
+                             BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, PRODUCER_WARP, s_layout, o_layout,
+                             p_layout, row_layout, SOFTMAX_OVERLAP, l_smem.index(0))),
+                (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b,
+                                kv_h, BLOCK_N, NUM_STAGES)),
+            ], [1], [_PRODUCER_REGS])
+        elif TWO_CONSUMERS:
             _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
                            l_smem, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                            HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout,
@@ -755,7 +786,8 @@ def _gl_dtype(torch_dtype):
 def descriptors(q, k, v, out, block_m: int, block_n: int, two_consumers: bool = False) -> tuple:
     """Host TMA descriptors (Gluon's TensorDescriptor) of q, k, v and out, whole 4-D (B, heads, N, D) tensors; a
     block is one (batch, head)'s block_m rows of q and out, or block_n rows of k and v; with two_consumers (the
-    kernel's TWO_CONSUMERS) block_m // 2 rows of q and out, one consumer's. A dimension of size 1 is never stepped
+    kernel's TWO_CONSUMERS in two partitions, without REGISTER_REALLOC: ``splits_q``) block_m // 2 rows of q and
+    out, one consumer's. A dimension of size 1 is never stepped
     over: it gets a stride that TMA accepts (D elements), as in kernels.launcher.host_descriptors."""
     D = q.shape[-1]
     dt = _gl_dtype(q.dtype)
@@ -768,6 +800,12 @@ def descriptors(q, k, v, out, block_m: int, block_n: int, two_consumers: bool = 
                  for t, rows in ((q, q_rows), (k, block_n), (v, block_n), (out, q_rows)))
 
 
+def splits_q(two_consumers: bool, register_realloc: bool) -> bool:
+    """Whether each consumer warpgroup has its own Q (and O) tile and descriptor block (block_m // 2 rows): with
+    TWO_CONSUMERS in two partitions, not with REGISTER_REALLOC, whose one partition loads and stores all block_m."""
+    return two_consumers and not register_realloc
+
+
 def grid(B: int, H: int, N: int, block_m: int) -> tuple:
     """The launch grid: (batch*head, query blocks); the kernel reverses the query blocks itself, from the grid's
     size along axis 1 (so a launch must use exactly this grid; axis 1 is at most 65535: N <= 65535 * block_m)."""
@@ -776,7 +814,7 @@ def grid(B: int, H: int, N: int, block_m: int) -> tuple:
 
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
                 sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
-                softmax_overlap: bool = False) -> dict:
+                softmax_overlap: bool = False, register_realloc: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -786,15 +824,19 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if softmax_overlap and not two_consumers:
         raise ValueError("softmax_overlap (the Gluon kernel's SOFTMAX_OVERLAP) needs two_consumers: it reorders "
                          "each consumer warpgroup's products")
+    if register_realloc and not softmax_overlap:
+        raise ValueError("register_realloc (the Gluon kernel's REGISTER_REALLOC) needs softmax_overlap: it puts that "
+                         "kernel's two consumer warpgroups into one partition")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n, two_consumers)
+    q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n,
+                                                 splits_q(two_consumers, register_realloc))
     return dict(q_desc=q_desc, k_desc=k_desc, v_desc=v_desc, o_desc=o_desc, qk_scale=float(sm_scale) * LOG2E,
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
                 IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
-                SOFTMAX_OVERLAP=bool(softmax_overlap))
+                SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -829,8 +871,16 @@ def two_consumers_tile(D: int, N: int | None = None) -> tuple:
     return (128, 64, NUM_WARPS, 3)
 
 
+def register_realloc_tile(D: int, N: int | None = None) -> tuple:
+    """The tile (block_m, block_n, num_warps, num_stages) that REGISTER_REALLOC runs at: 128x128 with two stages,
+    8 warps (the consumers' partition), at every D and N."""
+    if D not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
+    return (128, 128, REGISTER_REALLOC_WARPS, 2)
+
+
 def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: bool = False,
-                   two_consumers: bool = False) -> dict:
+                   two_consumers: bool = False, register_realloc: bool = False) -> dict:
     """The launch (and compile) options of `_gluon_attn_fwd` for this tile: num_warps=4 (the warpgroup; with
     PRODUCER_WARP the default partition, to which the compiler adds the producer warp's warpgroup: 8 warps, 256
     threads; with TWO_CONSUMERS consumer 0, to which it adds consumer 1's warpgroup and the producer's: 12 warps,
@@ -839,7 +889,10 @@ def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: boo
     for more than a thread can have). With TWO_CONSUMERS no maxnreg: given one, Triton's warp-specialization
     lowering would reallocate registers around its partitions' dispatch loop (the workers waiting in it at 120),
     and ptxas would then serialize every warpgroup MMA of the consumer in the worker partition (see
-    TWO_CONSUMERS_REGISTERS and the module's docstring)."""
+    TWO_CONSUMERS_REGISTERS and the module's docstring). With REGISTER_REALLOC num_warps=8 (the two consumer
+    warpgroups' partition) and maxnreg 168 (REGISTER_REALLOC_MAXNREG)."""
+    if register_realloc:
+        return {"num_warps": REGISTER_REALLOC_WARPS, "maxnreg": REGISTER_REALLOC_MAXNREG}
     opts = {"num_warps": NUM_WARPS}
     if producer_warp and not two_consumers:
         opts["maxnreg"] = producer_registers(block_m, block_n, head_dim)["maxnreg"]
@@ -870,8 +923,8 @@ def specialize(kwargs: dict) -> tuple:
 
 
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
-                num_stages: int = 3, num_warps: int = NUM_WARPS, producer_warp: bool = False,
-                two_consumers: bool = False, softmax_overlap: bool = False):
+                num_stages: int = 3, num_warps: int | None = None, producer_warp: bool = False,
+                two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -886,29 +939,43 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
         shape = (shape.B, shape.H, shape.H_kv, shape.N, shape.D)
     B, H, H_kv, N, D = shape
     dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    check_config(D, dt, block_m, block_n, num_stages, num_warps, two_consumers=two_consumers)
+    if num_warps is None:
+        num_warps = REGISTER_REALLOC_WARPS if register_realloc else NUM_WARPS
+    check_config(D, dt, block_m, block_n, num_stages, num_warps, two_consumers=two_consumers,
+                 register_realloc=register_realloc)
     # Tensors on the meta device: no memory, and an address of 0, which is 16-byte aligned like a real one.
     q = torch.empty((B, H, N, D), dtype=dt, device="meta")
     k = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
-                         producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap)
+                         producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
+                         register_realloc=register_realloc)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
                           # no num_stages: Gluon does no pipelining of its own
-                          options=launch_options(block_m, block_n, D, producer_warp, two_consumers))
+                          options=launch_options(block_m, block_n, D, producer_warp, two_consumers, register_realloc))
 
 
 def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS,
-                 two_consumers: bool = False) -> None:
+                 two_consumers: bool = False, register_realloc: bool = False) -> None:
     """Raise ValueError for a head dim, dtype or tile the kernel does not support (with two_consumers: that the
-    TWO_CONSUMERS kernel does not take, ``TWO_CONSUMERS_TILES``)."""
+    TWO_CONSUMERS kernel does not take, ``TWO_CONSUMERS_TILES``; with register_realloc, REGISTER_REALLOC_TILES and 8
+    warps)."""
     import torch
     if dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"the Gluon kernel takes float16 or bfloat16, got {dtype}")
     if D not in SUPPORTED_HEAD_DIMS:
         raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
+    if register_realloc:
+        if num_warps != REGISTER_REALLOC_WARPS:
+            raise ValueError(f"the Gluon kernel with register reallocation runs its two consumer warpgroups as one "
+                             f"partition (num_warps={REGISTER_REALLOC_WARPS}), got num_warps={num_warps}")
+        if (block_m, block_n, num_stages) not in REGISTER_REALLOC_TILES:
+            raise ValueError(f"the Gluon kernel with register reallocation takes the tiles (block_m, block_n, "
+                             f"num_stages) {list(REGISTER_REALLOC_TILES)}; got {block_m}x{block_n} with "
+                             f"{num_stages} stages")
+        return
     if num_warps != NUM_WARPS:
         raise ValueError(f"the Gluon kernel runs one warpgroup (num_warps={NUM_WARPS}), got num_warps={num_warps}")
     if two_consumers:
@@ -929,7 +996,7 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
 
 def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int | None = None,
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
-            two_consumers: bool = False, softmax_overlap: bool = False):
+            two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -938,17 +1005,20 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    softmax_overlap = softmax_overlap or register_realloc
     two_consumers = two_consumers or softmax_overlap
     producer_warp = producer_warp or two_consumers
-    default = two_consumers_tile(D, N) if two_consumers else (64, 64, NUM_WARPS, 3)
+    default = (register_realloc_tile(D, N) if register_realloc else two_consumers_tile(D, N) if two_consumers
+               else (64, 64, NUM_WARPS, 3))
     block_m = default[0] if block_m is None else block_m
     block_n = default[1] if block_n is None else block_n
     num_stages = default[3] if num_stages is None else num_stages
-    check_config(D, q.dtype, block_m, block_n, num_stages, two_consumers=two_consumers)
+    opts = launch_options(block_m, block_n, D, producer_warp, two_consumers, register_realloc)
+    check_config(D, q.dtype, block_m, block_n, num_stages, opts["num_warps"], two_consumers=two_consumers,
+                 register_realloc=register_realloc)
     if out is None:
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
-                       softmax_overlap)
-    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **launch_options(block_m, block_n, D, producer_warp,
-                                                                        two_consumers))
+                       softmax_overlap, register_realloc)
+    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **opts)
     return out

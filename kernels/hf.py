@@ -112,7 +112,7 @@ def attention_forward(module: torch.nn.Module, query: torch.Tensor, key: torch.T
                 "load the model with dtype=torch.bfloat16 (or torch.float16)")
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     if stage is None:
-        stage = default_stage(query.device)
+        stage = default_stage(query.device, query)
     if get_stage(stage).switches & {"const_strides", "tma"}:
         # transformers' q, k, v are (B, N, H, D) transposed: these stages need rows of D contiguous elements.
         query, key, value = query.contiguous(), key.contiguous(), value.contiguous()

@@ -112,27 +112,28 @@ class Launch:
             from .gluon_fwd import launch_options
             return {"num_stages": self.tile.num_stages,
                     **launch_options(self.tile.block_m, self.tile.block_n, self.kwargs["HEAD_DIM"],
-                                     bool(self.kwargs["PRODUCER_WARP"]), bool(self.kwargs["TWO_CONSUMERS"]))}
+                                     bool(self.kwargs["PRODUCER_WARP"]), bool(self.kwargs["TWO_CONSUMERS"]),
+                                     bool(self.kwargs["REGISTER_REALLOC"]))}
         cap = register_cap(self.switches, self.tile)
         return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages,
                 **({"maxnreg": cap} if cap else {})}
 
 
-def _stage_or_switches(stage: str | None, switches: Iterable[str] | None, device=None) -> tuple:
+def _stage_or_switches(stage: str | None, switches: Iterable[str] | None, device=None, q=None) -> tuple:
     """(label, switches) for a stage name or an explicit switch subset (neither: the device's default stage)."""
     if switches is not None:
         if stage is not None:
             raise ValueError(f"give a stage or switches, not both (stage={stage!r}, switches={sorted(switches)})")
         switches = check_switches(switches)
         return variant_name(switches), switches
-    st = get_stage(default_stage(device) if stage is None else stage)
+    st = get_stage(default_stage(device, q) if stage is None else stage)
     return st.name, st.switches
 
 
 def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scale=None, **tile) -> Launch:
     """Check everything and return the launch; raises with the problem and the fix on any bad input."""
     B, H, H_kv, N, D = inputs.check_qkv(q, k, v)
-    label, switches = _stage_or_switches(stage, switches, q.device)
+    label, switches = _stage_or_switches(stage, switches, q.device, q)
     inputs.check_out(out, q)
     inputs.check_grad(q, k, v)
     inputs.check_offsets(q=q, k=k, v=v, out=out)
@@ -207,10 +208,10 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                          f"{ALL_SWITCHES[required].stage}); turn {required} on too, or {switch} off")
     inputs.check_gluon_device(label, q)
     from . import gluon_fwd
-    two_consumers = "two_consumers" in switches
+    two_consumers, register_realloc = "two_consumers" in switches, "register_realloc" in switches
     try:
         gluon_fwd.check_config(q.shape[-1], q.dtype, t.block_m, t.block_n, t.num_stages, t.num_warps,
-                               two_consumers=two_consumers)
+                               two_consumers=two_consumers, register_realloc=register_realloc)
     except ValueError as err:       # a refusal, as Triton's of a tile: the caller chooses another stage or tile
         raise TileNotSupportedError(f"{label}: {err}; use a Triton stage (e.g. v13) for this call") from None
     B, H, N, _ = q.shape
@@ -220,7 +221,7 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                          f"split the sequence, or use a larger block_m")
     kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale,
                                    producer_warp="producer_warp" in switches, two_consumers=two_consumers,
-                                   softmax_overlap="softmax_overlap" in switches)
+                                   softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc)
     return Launch(label, switches, t, grid, kwargs)
 
 
@@ -335,8 +336,9 @@ class _Plan:
     def tensor_args(self, q, k, v, out) -> tuple:
         """The kernel's first four arguments for this call: the tensors, or host TMA descriptors of them."""
         if self.gluon:
-            from .gluon_fwd import descriptors
-            return descriptors(q, k, v, out, self.tile.block_m, self.tile.block_n, "two_consumers" in self.switches)
+            from .gluon_fwd import descriptors, splits_q
+            return descriptors(q, k, v, out, self.tile.block_m, self.tile.block_n,
+                               splits_q("two_consumers" in self.switches, "register_realloc" in self.switches))
         return host_descriptors(q, k, v, out, self.tile) if self.host_desc else (q, k, v, out)
 
     def kernel_args(self, q, k, v, out) -> dict:
@@ -510,7 +512,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     q: (B, H, N, D); k, v: (B, H_kv, N, D), H a multiple of H_kv (query head h reads K/V head h // (H // H_kv)).
     stage: a name of kernels.STAGES; by default the fastest stage verified on the device's architecture
     (kernels.defaults: on an sm_90 GPU the leading stage of the committed H200 runs, the one listed in
-    kernels/default_stages.csv; on any other device the article's last stage, kernels.FINAL). Or switches: any
+    kernels/default_stages.csv, and where that is a Gluon stage and the call has a head dim or dtype the Gluon kernel
+    does not take, the row's fallback, the leading Triton stage; on any other device the article's last stage,
+    kernels.FINAL). Or switches: any
     subset of the switches (kernels.stages.ALL_SWITCHES) instead (not both). tile: block_m, block_n, num_warps, num_stages
     override the variant's own tile (kernels.stages.default_tile: the article's 32x32 with 4 warps, or the one its
     switches choose). out: an optional tensor like q to write into (q itself is allowed; memory shared with k or v

@@ -48,5 +48,5 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: b
     """softmax(q k^T * sm_scale [+ causal mask]) v by one stage, through the registered operator (see the module);
     stage None: the device's default stage (kernels.defaults), resolved here, so that a graph holds a named stage."""
     if stage is None:
-        stage = default_stage(q.device)
+        stage = default_stage(q.device, q)
     return torch.ops.fa2_stages.attention(q, k, v, causal, stage, sm_scale)

@@ -182,6 +182,14 @@ GLUON: Mapping[str, Switch] = {
                "their softmax while that P V product runs on the tensor cores, then waits for it (a scratch store "
                "of the row sums keeps ptxas from moving that wait above the exponentials)",
                "SOFTMAX_OVERLAP", requires=("two_consumers",)),
+        Switch("register_realloc", "v23",
+               "register reallocation for the two consumers (FlashAttention-3's, which v21 gave up): the two consumer "
+               "warpgroups become one 8-warp partition, so that every warpgroup MMA is outside the workers' dispatch "
+               "loop and setmaxnreg gives the consumers 240 registers per thread (the producer 24) without ptxas "
+               "serializing the MMAs; with them the K/V blocks have 128 rows (128x128 tile, a ring of two), which "
+               "halves the steps, barriers and row reductions per key and the re-reads of Q from shared memory; the "
+               "two warpgroups now step together (each wait and release behind a 256-thread barrier)",
+               "REGISTER_REALLOC", requires=("softmax_overlap",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}
@@ -196,6 +204,10 @@ TWO_WARPGROUPS_TILE = Tile(128, 64, 8, 2)  # two_warpgroups: 98336 B of shared m
 # num_warps is the default partition's (consumer 0): the compiled kernel has 12 warps (kernels.gluon_fwd, which
 # takes this tile and 128x64 with two stages only: two_consumers_tile, TWO_CONSUMERS_TILES)
 TWO_CONSUMERS_TILE = Tile(128, 64, 4, 3)
+# register_realloc (Gluon): 128 query rows, 128-row K/V blocks in a ring of two, 8 warps (the consumers' partition;
+# 12 in the compiled kernel); kernels.gluon_fwd takes it, 128x128 with three stages and 128x64 with three
+# (register_realloc_tile, REGISTER_REALLOC_TILES)
+REGISTER_REALLOC_TILE = Tile(128, 128, 8, 2)
 REGISTERS_PER_SM = ARCHS[90].registers_per_sm                     # the H200's, from kernels.gpus
 REGISTER_ALLOCATION_UNIT = ARCHS[90].register_alloc_unit // 32     # per thread (the allocation is per warp)
 
@@ -213,7 +225,7 @@ def head_group_size(N: int, D: int, element_bytes: int, group: int, heads: int, 
 
 
 # Gluon switches that set a variant's tile at every N (D <= 128), whatever tuned_tiles says: the kernel takes no other.
-GLUON_TILES = {"two_consumers": TWO_CONSUMERS_TILE}
+GLUON_TILES = {"register_realloc": REGISTER_REALLOC_TILE, "two_consumers": TWO_CONSUMERS_TILE}  # the first on wins
 
 
 # Switches that set a variant's tile at every N (D <= 128; the first on wins) and how many programs of it share an SM:

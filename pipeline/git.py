@@ -7,6 +7,7 @@ without .git has none, and the checks that need it say that they were skipped).
 """
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -69,3 +70,22 @@ def file_blobs(paths, root: Path = ROOT) -> dict:
         return {}
     ids = _out(root, "hash-object", "--no-filters", "--stdin-paths", stdin="".join(f"{p}\n" for p in paths)).split()
     return dict(zip(paths, ids))
+
+
+@functools.lru_cache(maxsize=16)
+def source_sha256_at(commit: str, root: Path = ROOT) -> str:
+    """gpu_env.source_sha256 of the tree of commit (its files, by `git archive`, in a temporary folder): what an
+    env.json of a run made at that commit records as its source_sha256."""
+    import io
+    import tarfile
+    import tempfile
+
+    from . import gpu_env
+    archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], capture_output=True,
+                             timeout=300)
+    if archive.returncode != 0:
+        raise RuntimeError(f"git archive {commit} failed in {root}: {archive.stderr.decode().strip()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(tmp, filter="data")
+        return gpu_env.source_sha256(Path(tmp))

@@ -256,3 +256,30 @@ def test_snapshots_flag_the_power_cap_from_the_reason_mask(tmp_path):
     assert list(s.power_capped) == [False, True, True]
     assert list(s.sm_mhz) == [1980.0, 1965.0, 1500.0] and s.power_w.iloc[1] == 547.91 and pd.isna(s.power_w.iloc[2])
     assert set(s.set) == {"n_sweep"} and list(s.repeat) == ["0", "1", "end"]
+
+
+MEANT = "166b6209b5c8c16ba630d3b686017cd49bb9b6ed"   # a commit of the history (run-19's, whose record has a slip)
+
+
+@pytest.mark.skipif(not git.history(ROOT) or git.unknown_commits({MEANT}, ROOT),
+                    reason="git's history is the witness of which commits exist and of their code")
+@pytest.mark.parametrize("same_code", [True, False])
+def test_a_commit_slip_is_taken_only_when_commit_corrections_names_a_commit_of_the_same_code(data, tmp_path,
+                                                                                            same_code):
+    """A run recorded with a commit name git does not know ('166b620a', a slip) is refused; listed in
+    data/COMMIT_CORRECTIONS.csv with the commit meant, it is taken when that commit's tree hashes to the run's
+    recorded source_sha256, and refused, naming the mismatch, when it does not."""
+    run = data / "nvidia-h200" / RUN
+    code = git.source_sha256_at(MEANT) if same_code else "0" * 64
+    edit_env(run, project_commit="166b620a", source_sha256=code)
+    reseal(run, tmp_path / "no-correction", r"the project commit '166b620a' is not a commit of this repository's")
+    pd.DataFrame([dict(folder=f"nvidia-h200/{RUN}", recorded="166b620a", commit=MEANT, reason="a slip")]).to_csv(
+        data / "COMMIT_CORRECTIONS.csv", index=False)
+    if same_code:
+        assert run_aggregate([run], tmp_path / "agg") == 0
+        runs = pd.read_csv(tmp_path / "agg" / "runs.csv")
+        assert MEANT in runs.loc[runs.run == RUN, "commit"].iloc[0]
+    else:
+        with pytest.raises(aggregate.DataError, match=r"COMMIT_CORRECTIONS.csv names 166b6209b5c8 for the recorded "
+                                                      r"commit '166b620a', but that commit's code hashes to"):
+            run_aggregate([run], tmp_path / "agg")

@@ -622,10 +622,11 @@ def test_no_step_imports_another_step_and_none_reads_a_path_of_its_own():
 
 def test_the_default_stage_per_gpu_is_what_the_data_chooses(built, tmp_path):
     """kernels/default_stages.csv is what choose_default.py derives from the committed runs' aggregate (the leading
-    stage, verified in the runs' GPU grids), so the default a user gets cannot drift from the data."""
+    stage, the Gluon leader on sm_90 where it leads, verified in the runs' GPU grids), so the default a user gets
+    cannot drift from the data."""
     from steps import step
     choose = step("tools/choose_default")
     out = tmp_path / "default_stages.csv"
-    choose.main(["--leader", str(AGG / "leader.csv"), "--correctness", str(AGG / "correctness.csv"), "--arch", "90",
-                 "--out", str(out)])
+    choose.main(["--leader", str(AGG / "leader.csv"), "--gluon-leader", str(AGG / "gluon_leader.csv"),
+                 "--correctness", str(AGG / "correctness.csv"), "--arch", "90", "--out", str(out)])
     assert out.read_text() == (ROOT / "kernels" / "default_stages.csv").read_text()

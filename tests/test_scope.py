@@ -71,7 +71,8 @@ def inputs(tmp_path):
     pr = pd.DataFrame([dict(variant=v, headline=True, own_tile=True, host_min_us=us, run=r)
                        for v, us, r in (("v8", 11.2, "run-9-x2"), ("v8", 12.0, "run-10-x2"), ("v10", 13.8, "run-9-x2"),
                                         ("v11", 73.0, "run-9-x2"), ("v13", 65.9, "run-9-x2"),
-                                        ("v18", 71.7, "run-9-x2"), ("v11", 14.5, "run-18"), ("v18", 15.6, "run-18"))])
+                                        ("v18", 71.7, "run-9-x2"), ("v11", 14.5, "run-18"), ("v18", 15.6, "run-18"),
+                                        ("v8", 11.9, "run-18"), ("v11", 15.0, "run-19"), ("v8", 11.5, "run-19"))])
     paths = {}
     tim = pd.DataFrame([_row("n_sweep", "torch-cudnn", 100.0), _row("n_sweep", "v13", 110.0),
                         _row("qwen3", "torch-cudnn", 90.0), _row("qwen3", "torch-cudnn", 90.0)])
@@ -100,8 +101,8 @@ def test_scope_values_state_each_figure_where_it_was_measured(inputs):
     # host time: the pointer stages and the host-descriptor stages (kernels/stages.py) apart, best of all runs
     assert (m["HostPtrFirst"], m["HostPtrLast"], m["HostPtrRange"]) == ("v8", "v10", "11.2--13.8")
     assert (m["HostDescFirst"], m["HostDescLast"], m["HostDescRange"]) == ("v11", "v18", "65.9--73.0")
-    # the latest run apart (its cached call made the descriptors itself): its figures are not the earlier runs'
-    assert (m["HostDescLatestRun"], m["HostDescLatestRange"]) == ("run-18", "14.5--15.6")
+    # the runs whose cached call made the descriptors itself apart (there within twice the pointer stages' time)
+    assert (m["HostDescCachedFrom"], m["HostDescLatestRange"]) == ("run-18", "14.5--15.6")   # run-19: 15.0, v11
     assert m["HostDescEarlyLast"] == "v18"
 
 

@@ -24,11 +24,16 @@ def test_stages_are_cumulative_one_switch_at_a_time():
 
 
 def test_article_tile_is_the_default_until_the_hopper_tile():
-    from kernels.stages import (HOPPER_TILE, OUR_STAGES, THREE_PER_SM_TILE, TWO_CONSUMERS_TILE, TWO_WARPGROUPS_TILE,
-                                default_tile)
+    from kernels.stages import (HOPPER_TILE, OUR_STAGES, REGISTER_REALLOC_TILE, THREE_PER_SM_TILE, TWO_CONSUMERS_TILE,
+                                TWO_WARPGROUPS_TILE, default_tile)
     for name, st in STAGES.items():
         assert st.change
-        if "two_consumers" in st.switches:     # the Gluon kernel's one tile for it, at every N (D <= 128)
+        if "register_realloc" in st.switches:     # its own tile at every N, over two_consumers' (D <= 128)
+            assert st.tile == REGISTER_REALLOC_TILE == default_tile(st.switches, 128, 1024)
+            assert default_tile(st.switches, 128, 16384) == default_tile(st.switches, 64, 4096) == REGISTER_REALLOC_TILE
+            assert REGISTER_REALLOC_TILE.block_m == REGISTER_REALLOC_TILE.block_n == 128
+            assert REGISTER_REALLOC_TILE.num_warps == 8
+        elif "two_consumers" in st.switches:     # the Gluon kernel's one tile for it, at every N (D <= 128)
             assert st.tile == TWO_CONSUMERS_TILE == default_tile(st.switches, 128, 1024)
             assert default_tile(st.switches, 128, 16384) == default_tile(st.switches, 64, 4096) == TWO_CONSUMERS_TILE
             assert TWO_CONSUMERS_TILE.block_m == 128 and TWO_CONSUMERS_TILE.block_n == 64
@@ -205,6 +210,29 @@ def verified_gluon_stages() -> set:
             if (rows.status == "ok").any() and not (rows.status == "WRONG").any():
                 verified.add(stage)
     return verified
+
+
+def test_a_gluon_default_gives_way_to_its_fallback_for_a_call_it_does_not_take(monkeypatch):
+    """On sm_90 the default may be a Gluon stage; a call of a head dim or dtype the Gluon kernel does not take gets
+    the row's fallback (a Triton stage), one it takes gets the default, and no q means the default."""
+    import torch
+
+    from kernels import defaults
+    from kernels.stages import TRITON_STAGES, is_gluon
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: (9, 0))
+    monkeypatch.setattr(defaults, "_rows", lambda: [dict(arch="90", stage="v19", fallback="v13")])
+    for cache in (defaults._for_cuda, defaults.default_stages, defaults.fallback_stages):
+        cache.cache_clear()
+    try:
+        dev = torch.device("cuda", 0)
+        meta = lambda d, dt=torch.float16: torch.empty((1, 2, 8, d), dtype=dt, device="meta")  # noqa: E731
+        assert defaults.default_stage(dev) == "v19" and is_gluon(STAGES["v19"].switches)
+        assert defaults.default_stage(dev, meta(128)) == defaults.default_stage(dev, meta(64, torch.bfloat16)) == "v19"
+        for q in (meta(96), meta(256), meta(32), meta(128, torch.float32)):
+            assert defaults.default_stage(dev, q) == "v13" and "v13" in TRITON_STAGES
+    finally:
+        for cache in (defaults._for_cuda, defaults.default_stages, defaults.fallback_stages):
+            cache.cache_clear()
 
 
 def test_the_default_stage_is_the_verified_leader_on_its_architecture_and_the_articles_elsewhere(monkeypatch):

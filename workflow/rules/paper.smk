@@ -86,9 +86,11 @@ rule tables:
 # results/paper/values/<subject>.tex), each from the files named here: a macro whose name is written where it is made,
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
-PROBE_GLUON = f"{DATA}/probes/guards-v21"   # the newest GPU verification of the Gluon kernel's current source
+PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
+GLUON_GRID = f"{DATA}/run-19"               # the newest GPU verification of the Gluon kernel's current source
 PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
 PROBE_HOST = f"{DATA}/probes/host-cost"
+PROBE_V23 = f"{DATA}/probes/v23-check"      # v23's first GPU check: its own tile and v22's, beside v22
 PROBE_STATE = f"{DATA}/probes/gpu-state"   # NVML read while the kernels ran: the clocks and the power cap
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
@@ -119,8 +121,11 @@ VALUES = {
     "gluon_run": dict(per_n=rules.ours.output.per_n, gluon_leader=rules.ours.output.gluon_leader,
                       best_per_n=rules.ours.output.best),
     "state": dict(per_run=rules.aggregate.output.per_run, timings=rules.aggregate.output.timings),
+    "v23check": dict(seal_file=f"{PROBE_V23}/SHA256SUMS", timing=f"{PROBE_V23}/timing.csv",
+                     precheck=f"{PROBE_V23}/precheck.csv"),
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
-    "gluon": dict(seal_file=f"{PROBE_GLUON}/SHA256SUMS", correctness=f"{PROBE_GLUON}/correctness.csv",
+    "gluon": dict(seal_file=f"{PROBE_GLUON}/SHA256SUMS", grid_seal=f"{GLUON_GRID}/SHA256SUMS",
+                  correctness=f"{GLUON_GRID}/verify/correctness.csv", grid_env=f"{GLUON_GRID}/verify/env.json",
                   racecheck=f"{PROBE_GLUON}/sanitizer_racecheck.log", synccheck=f"{PROBE_GLUON}/sanitizer_synccheck.log",
                   memcheck=f"{PROBE_GLUON}/sanitizer_memcheck.log"),
     "hostcost": dict(seal_file=f"{PROBE_HOST}/SHA256SUMS", host_cost=f"{PROBE_HOST}/host_cost.csv",
@@ -136,7 +141,7 @@ VALUES = {
                   gpu_state=f"{PROBE_STATE}/gpu_state.json", timings=rules.aggregate.output.timings),
 }
 PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
-          "qwen3": PROBE_QWEN3, "scope": PROBE_STATE}
+          "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23}
 
 
 rule values:

@@ -266,6 +266,27 @@ def check_timings(timings: pd.DataFrame) -> None:
 
 
 COMMIT = re.compile(r"[0-9a-f]{7,40}")
+# A run whose env.json files name a commit by a slip (a PROJECT_COMMIT typed by hand on a machine without .git) is
+# listed in data/COMMIT_CORRECTIONS.csv: its folder (<gpu>/<run>), the commit recorded and the commit meant. The
+# correction is taken only when git knows the commit meant and its tree's code hashes to the source_sha256 that every
+# env.json of the run recorded (pipeline.git.source_sha256_at): the correction names the code, it cannot change it.
+CORRECTIONS = "COMMIT_CORRECTIONS.csv"
+
+
+def commit_corrections(run) -> dict:
+    """(recorded commit -> commit meant) for this run, from data/COMMIT_CORRECTIONS.csv beside its GPU folder."""
+    path = Path(run).resolve().parent.parent / CORRECTIONS
+    if not path.exists():
+        return {}
+    folder = f"{Path(run).resolve().parent.name}/{Path(run).name}"
+    return {r["recorded"]: r["commit"] for r in pd.read_csv(path, dtype=str).to_dict("records")
+            if r["folder"] == folder}
+
+
+def recorded_commit(run, env: dict) -> str:
+    """The project commit of one env.json of run, corrected where COMMIT_CORRECTIONS.csv lists it."""
+    c = str(env.get("project_commit") or "")
+    return commit_corrections(run).get(c.removesuffix("-dirty"), c)
 
 
 def check_one_gpu(run_dirs) -> None:
@@ -294,7 +315,17 @@ def check_envs(run_dirs) -> None:
             if gpu_env.gpu_slug(gpu) != folder_gpu:
                 problems.append(f"{path}: the GPU {gpu!r} (data/{gpu_env.gpu_slug(gpu) or '?'}/) is not its folder's, "
                                 f"data/{folder_gpu}/")
-            commits.setdefault(str(e.get("project_commit") or "").removesuffix("-dirty"), []).append(path)
+            recorded = str(e.get("project_commit") or "").removesuffix("-dirty")
+            meant = commit_corrections(run).get(recorded)
+            if meant is not None and git.history() and not git.unknown_commits({meant}):
+                code = git.source_sha256_at(meant)
+                if e.get("source_sha256") != code:
+                    problems.append(f"{path}: COMMIT_CORRECTIONS.csv names {meant[:12]} for the recorded commit "
+                                    f"{recorded!r}, but that commit's code hashes to {code[:12]}..., not the "
+                                    f"source_sha256 {str(e.get('source_sha256'))[:12]}... the run recorded")
+                    continue
+                recorded = meant
+            commits.setdefault(recorded, []).append(path)
     if not git.history():
         print(f"aggregate: the env.json commits were not checked: {git.ROOT} has no git history (.git), the "
               f"witness of which commits exist", file=sys.stderr)
@@ -538,7 +569,7 @@ def run_info(run_dirs) -> pd.DataFrame:
         arch = plan_lib.skipped_of(Path(run) / "plan.yaml") if Path(run) / "plan.yaml" in listed else {"skipped": []}
         capability = " ".join(sorted({str(e["capability"]) for e in envs if e.get("capability")}))
         starts = sorted((e.get("start") or {}).get("time", "") for e in envs)
-        commits = sorted({e.get("project_commit") or "not recorded" for e in envs})
+        commits = sorted({recorded_commit(run, e) or "not recorded" for e in envs})
         l2 = sorted({e["l2_bytes"] for e in envs if e.get("l2_bytes")})
         uuids = sorted({(e.get("start") or {}).get("uuid") for e in envs} - {None, ""})
         rows.append(dict(run=Path(run).name, started=starts[0] if starts else "", commit=" ".join(commits),
@@ -559,7 +590,7 @@ def environment(run_dirs) -> pd.DataFrame:
                              gpu=e.get("gpu", ""), uuid=start.get("uuid") or "",
                              driver=start.get("driver_version", ""), cuda=e.get("cuda_runtime", ""),
                              torch=e.get("torch", ""), triton=e.get("triton", ""), cudnn=str(e.get("cudnn", "")),
-                             ncu=str(e.get("ncu") or "").split(" ")[0], commit=e.get("project_commit") or "",
+                             ncu=str(e.get("ncu") or "").split(" ")[0], commit=recorded_commit(run, e),
                              sm_clock_start=start.get("clocks.sm", ""), sm_clock_end=end.get("clocks.sm", ""),
                              throttle_start=start.get("clocks_event_reasons.active", ""),
                              throttle_end=end.get("clocks_event_reasons.active", "")))

@@ -44,21 +44,36 @@ def neighbour_nan_ok(entry) -> bool | None:
     return bool(torch.equal(clean[:, :group], dirty[:, :group]) and torch.isnan(dirty[:, group:]).all())
 
 
+def parse_stage_tile(text: str) -> tuple:
+    """'v23:128x128w8s3' -> ('v23', Tile(128, 128, 8, 3)); raises with the expected form otherwise."""
+    import re
+
+    from kernels.stages import Tile
+    m = re.fullmatch(r"(v\d+):(\d+)x(\d+)w(\d+)s(\d+)", text)
+    if m is None or m.group(1) not in STAGES:
+        raise SystemExit(f"--tiles {text!r}: expected STAGE:BMxBNwWARPSsSTAGES with a known stage, e.g. v23:128x128w8s3")
+    return m.group(1), Tile(*(int(g) for g in m.groups()[1:]))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", type=Path, required=True, help="the plan whose bench settings time the calls")
     ap.add_argument("--stages", nargs="+", required=True, choices=list(STAGES))
     ap.add_argument("--N", type=int, nargs="+", default=[HEADLINE.N])
     ap.add_argument("--dtypes", nargs="+", default=[HEADLINE.dtype], choices=["float16", "bfloat16"])
+    ap.add_argument("--tiles", nargs="*", default=[], metavar="STAGE:TILE",
+                    help="another tile of a stage too, e.g. v23:128x128w8s3 (block_m x block_n, warps, stages)")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
+    extra = [parse_stage_tile(t) for t in a.tiles]
     bench = plan.load_config(a.config)["bench"]
     rows = []
     for dtype in a.dtypes:
         for n in a.N:
             shape = Shape(**{**HEADLINE.as_dict(), "N": n, "dtype": dtype})
             entries = [plan.Entry("check", "triton", s, shape, default_tile(STAGES[s].switches, shape.D, n))
-                       for s in a.stages] + [plan.Entry("check", "torch-cudnn", "torch-cudnn", shape)]
+                       for s in a.stages] + [plan.Entry("check", "triton", s, shape, t) for s, t in extra] + [
+                plan.Entry("check", "torch-cudnn", "torch-cudnn", shape)]
             for e in entries:
                 status, err, note, calls = check(e, seed=1234)
                 t = time_call(calls, bench) if status == "ok" else {}

@@ -1,7 +1,7 @@
-"""The paper's numbers on the Gluon stages before the pipeline measures them: the newest GPU check of the Gluon
-kernel's current source (data/<gpu>/probes/guards-v21, sealed: the GPU correctness grid of every stage at the commit
-its env.json records, and compute-sanitizer's racecheck, synccheck and memcheck on small calls of the stages its
-logs name)."""
+"""The paper's numbers on the Gluon stages' correctness: the newest GPU verification of the Gluon kernel's current
+source (a run's verify step, sealed, whose env.json records the kernel's SHA-256: refused unless it is the current
+source's), and compute-sanitizer's racecheck, synccheck and memcheck on small calls of the stages its logs name
+(data/<gpu>/probes/guards-v21, sealed, at an earlier source of the kernel)."""
 import re
 import sys
 from pathlib import Path
@@ -44,9 +44,20 @@ def added_switch(i: int) -> str:
     return sorted((STAGES[GLUON_STAGES[i]].switches - before) & GLUON.keys())[0].replace("_", r"\_")
 
 
-def values(seal_file: Path, correctness: Path, racecheck: Path, synccheck: Path, memcheck: Path) -> Values:
+def values(seal_file: Path, grid_seal: Path, correctness: Path, grid_env: Path, racecheck: Path, synccheck: Path,
+           memcheck: Path) -> Values:
+    import json
+
+    from pipeline import gpu_env
     seal.verify(Path(seal_file).parent)
+    seal.verify(Path(grid_seal).parent)
     v = Values("gluon")
+    ran = json.loads(Path(grid_env).read_text())["kernel_sha256"]["kernels/gluon_fwd.py"]
+    now = gpu_env.kernel_sha256()["kernels/gluon_fwd.py"]
+    if ran != now:
+        raise ValueError(f"{correctness} verified kernels/gluon_fwd.py {ran[:12]}..., not its current source "
+                         f"{now[:12]}...: verify on a GPU again and point GLUON_GRID at that run")
+    v.macro("GluonGridRun", Path(grid_seal).parent.name)
     c = pd.read_csv(correctness)
     first, second = GLUON_STAGES[0], GLUON_STAGES[1]
     n1, n2 = counts(c, first), counts(c, second)

@@ -3,7 +3,7 @@ timed them: run-18 on): each stage's time over cuDNN's at each N of the sweep an
 (\\val{gx}{<stage>@<N>}{<dtype>}, median over its runs of the within-run ratio), the fastest Gluon stage at each N
 (\\val{gbest}{<N>}{<dtype>}), the Gluon leader across lengths (gluon_leader.csv), the lengths where the issue's
 goal (at most GOAL_X times cuDNN's time) is met, each stage's change against the one before it at N = 1024 and the
-longest N (\\val{gstep}{<stage>@<N>}{<dtype>}, percent), and the runs."""
+longest N (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over the runs), and the runs."""
 
 import sys
 from pathlib import Path
@@ -34,6 +34,9 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     v.macro("GluonRunCount", len(runs))
     # the last of our stages the sweep measured (the one the N-sweep figure draws as our last)
     v.macro("GluonLastMeasured", last_measured(p))
+    v.macro("GluonLastMeasuredRuns", listing(sorted(set(p[p.variant == last_measured(p)].run), key=run_number)))
+    v.macro("GluonRunsPhrase", "one run" if len(runs) == 1 else f"{len(runs)} runs, on one H200 each")
+    v.macro("GluonLast", GLUON_STAGES[-1])
     ratio = g.groupby(["variant", "dtype", "N"]).x_cudnn.median()
     for (st, dt, n), x in ratio.items():
         if dt == "float16":         # the text quotes float16's; bfloat16's are in the fastest per N (gbest)
@@ -60,12 +63,16 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     v.macro("GluonLead", str(lead.stage.iloc[0]))
     v.macro("GluonLeadGeomeanX", fixed(lead.geomean_x_cudnn.iloc[0], 2))
     t = g.groupby(["variant", "dtype", "N"]).time_us.median()
+    by_run = g.set_index(["run", "variant", "dtype", "N"]).time_us
     for st in GLUON_STAGES[1:]:
         prev = previous_stage(st)
         for dt in DTYPES:
             for n in (1024, int(p.N.max())):
-                if (st, dt, n) in t and (prev, dt, n) in t:
-                    v.put("gstep", f"{st}@{n}", DTYPES[dt], f"{100 * (t[st, dt, n] / t[prev, dt, n] - 1):+.1f}")
+                # the change within each run that timed both, then the median over those runs
+                both = [r for r in runs if (r, st, dt, n) in by_run and (r, prev, dt, n) in by_run]
+                if both:
+                    change = pd.Series([by_run[r, st, dt, n] / by_run[r, prev, dt, n] - 1 for r in both]).median()
+                    v.put("gstep", f"{st}@{n}", DTYPES[dt], f"{100 * change:+.1f}")
     top = int(p.N.max())
     v.macro("GluonMaxN", top)
     for st in GLUON_STAGES:

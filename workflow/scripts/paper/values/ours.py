@@ -111,7 +111,7 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
             else f"none is faster than {LEAD} at any length of the sweep")
     # Where a later stage's median ratio is the lowest but, paired over the same runs, it is level with the leader.
     v.macro("AfterLeadLevelSentence", "".join(
-        f"; at $N={n}$ {st}'s median ratio is the lowest of the Triton stages too, but paired over the runs that hold "
+        f"; at $N={n}$ {st}'s median ratio is the lowest of the Triton stages, but paired over the runs that hold "
         f"both it is level with {LEAD} ({signed(c.median())}\\%, faster in {int((c < 0).sum())} of {len(c)})"
         for st, n, c in level))
     big = lead[(lead.dtype == "float16") & (lead.N == lead.N.max())]

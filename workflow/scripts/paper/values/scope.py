@@ -117,16 +117,19 @@ def values(variation_n: Path, sampling: Path, snapshots: Path, per_run: Path, cl
     v.macro("HostPtrRange", _lohi(best[ptr].min(), best[ptr].max(), 1))
     v.macro("HostDescFirst", desc[0])
     v.macro("HostDescLast", desc[-1])
-    # The descriptor stages apart by run: the latest run that timed them (the cached call expanding the descriptors
-    # itself) and the runs before it (Triton's Python launcher making them on every call), each stage's best repeat.
+    # The descriptor stages apart by run: the runs whose cached call expanded the descriptors itself (there the
+    # descriptor stages' host time is within twice the pointer stages' of the same run) and the runs before them
+    # (Triton's Python launcher making the descriptors on every call), each stage's best repeat.
     hd = h[h.variant.isin(desc)]
-    latest = max(hd.run, key=run_number)
-    early = hd[hd.run != latest].groupby("variant").host_min_us.min()
-    late = hd[hd.run == latest].groupby("variant").host_min_us.min()
-    v.macro("HostDescLatestRun", latest)
+    per_run = hd.groupby("run").host_min_us.median()
+    ptr_run = h[h.variant.isin(ptr)].groupby("run").host_min_us.median().reindex(per_run.index)
+    cached = sorted(per_run.index[per_run < 2 * ptr_run], key=run_number)
+    early = hd[~hd.run.isin(cached)].groupby("variant").host_min_us.min()
+    late = hd[hd.run.isin(cached)].groupby("variant").host_min_us.min()
+    v.macro("HostDescCachedFrom", cached[0] if cached else "--")
     v.macro("HostDescRange", _lohi(early.min(), early.max(), 1) if len(early) else "--")
     v.macro("HostDescEarlyLast", [s for s in desc if s in early.index][-1] if len(early) else "--")
-    v.macro("HostDescLatestRange", _lohi(late.min(), late.max(), 1))
+    v.macro("HostDescLatestRange", _lohi(late.min(), late.max(), 1) if len(late) else "--")
     return v
 
 
