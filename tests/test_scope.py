@@ -12,6 +12,25 @@ STATE = ROOT / "data" / "nvidia-h200" / "probes" / "gpu-state"
 scope = step("paper/values/scope")
 
 
+def _row(set_, variant, us, run="run-18", N=8192):
+    """One timed repeat of the headline layout at N, as the aggregate's timings.csv has it."""
+    torch = variant.startswith("torch")
+    return dict(run=run, key=f"{variant}|{N}", set=set_, status="ok", impl=variant if torch else "triton",
+                variant=variant, B=2, H=16, H_kv=8, N=N, D=128, dtype="float16", causal=True, own_tile=not torch,
+                kernels_us=us)
+
+
+def test_a_ratio_pooled_over_a_runs_sets_is_set_against_the_n_sweeps_own():
+    """cuDNN timed by the N sweep (100 us) and, in another job, by the Qwen3 set (90, 90): the run's pooled time is 90,
+    so v13's pooled ratio 110/90 is 10/9 of the sweep's own 110/100."""
+    t = pd.DataFrame([_row("n_sweep", "torch-cudnn", 100.0), _row("n_sweep", "v13", 110.0),
+                      _row("qwen3", "torch-cudnn", 90.0), _row("qwen3", "torch-cudnn", 90.0)])
+    change = scope.pooled_against_own_set(t)
+    assert len(change) == 1 and change.iloc[0] == pytest.approx(100 * (100 / 90 - 1))
+    # timed by the sweep alone, nothing moves
+    assert scope.pooled_against_own_set(t[t.set == "n_sweep"]).abs().max() == 0
+
+
 @pytest.fixture
 def inputs(tmp_path):
     """Small aggregated tables, with the committed (sealed) GPU-state probe."""
@@ -50,10 +69,15 @@ def inputs(tmp_path):
         dict(claim="C1", N=16384, quantity="time", runs=12),
     ])
     pr = pd.DataFrame([dict(variant=v, headline=True, own_tile=True, host_min_us=us, run=r)
-                       for v, us, r in (("v8", 11.2, "a"), ("v8", 12.0, "b"), ("v10", 13.8, "a"),
-                                        ("v11", 73.0, "a"), ("v13", 65.9, "a"), ("v18", 71.7, "a"))])
+                       for v, us, r in (("v8", 11.2, "run-9-x2"), ("v8", 12.0, "run-10-x2"), ("v10", 13.8, "run-9-x2"),
+                                        ("v11", 73.0, "run-9-x2"), ("v13", 65.9, "run-9-x2"),
+                                        ("v18", 71.7, "run-9-x2"), ("v11", 14.5, "run-18"), ("v18", 15.6, "run-18"),
+                                        ("v8", 11.9, "run-18"), ("v11", 15.0, "run-19"), ("v8", 11.5, "run-19"))])
     paths = {}
-    for name, df in dict(variation_n=var, sampling=smp, snapshots=snap, claims=claims, per_run=pr).items():
+    tim = pd.DataFrame([_row("n_sweep", "torch-cudnn", 100.0), _row("n_sweep", "v13", 110.0),
+                        _row("qwen3", "torch-cudnn", 90.0), _row("qwen3", "torch-cudnn", 90.0)])
+    for name, df in dict(variation_n=var, sampling=smp, snapshots=snap, claims=claims, per_run=pr,
+                         timings=tim).items():
         paths[name] = tmp_path / f"{name}.csv"
         df.to_csv(paths[name], index=False)
     return dict(**paths, seal_file=STATE / "SHA256SUMS", gpu_state=STATE / "gpu_state.json")
@@ -72,9 +96,14 @@ def test_scope_values_state_each_figure_where_it_was_measured(inputs):
                                                                                                 "1965")
     # C1's premise: the Nsight components away from the headline, not its time
     assert m["CPremiseRuns"] == "9"
+    # pooling a run's sets: one entry of the sweep, moved by 11.1%
+    assert (m["PoolEntries"], m["PoolOverOnePct"], m["PoolMaxPct"]) == ("1", "1", "11.1")
     # host time: the pointer stages and the host-descriptor stages (kernels/stages.py) apart, best of all runs
     assert (m["HostPtrFirst"], m["HostPtrLast"], m["HostPtrRange"]) == ("v8", "v10", "11.2--13.8")
     assert (m["HostDescFirst"], m["HostDescLast"], m["HostDescRange"]) == ("v11", "v18", "65.9--73.0")
+    # the runs whose cached call made the descriptors itself apart (there within twice the pointer stages' time)
+    assert (m["HostDescCachedFrom"], m["HostDescLatestRange"]) == ("run-18", "14.5--15.6")   # run-19: 15.0, v11
+    assert m["HostDescEarlyLast"] == "v18"
 
 
 def test_the_gpu_state_probe_saw_the_power_cap_lower_the_clock_at_the_longest_n(inputs):

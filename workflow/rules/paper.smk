@@ -139,7 +139,7 @@ VALUES = {
     "scope": dict(variation_n=rules.ours.output.variation_n, sampling=rules.aggregate.output.sampling,
                   snapshots=rules.aggregate.output.snapshots, per_run=rules.aggregate.output.per_run,
                   claims=rules.claims.output.claims, seal_file=f"{PROBE_STATE}/SHA256SUMS",
-                  gpu_state=f"{PROBE_STATE}/gpu_state.json"),
+                  gpu_state=f"{PROBE_STATE}/gpu_state.json", timings=rules.aggregate.output.timings),
 }
 PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
           "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23}

@@ -43,7 +43,6 @@ The rule `claims` (workflow/rules/aggregate.smk) names every file read; `table()
 """
 
 import copy
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -54,12 +53,10 @@ from kernels.shapes import HEADLINE as _HEADLINE, Shape
 from kernels.theory import traffic
 
 from pipeline import selection
+from pipeline.noise import ALPHA, NEGLIGIBLE_PCT, SIGN_TEST_MIN_RUNS, moved, sign_test_p  # noqa: F401 (the rule)
 
-NEGLIGIBLE_PCT = 1.0   # a change under this is "no change", the article's and ours
 FACTOR = 2.0           # a change of the article's sign holds within this factor of its size
 RATIO_SLACK = 0.05     # the final ratio holds within 5% of the article's
-ALPHA = 0.05           # a change has moved when a two-sided sign test over the runs rejects "no change" at this level
-SIGN_TEST_MIN_RUNS = next(n for n in range(1, 64) if 2 * 0.5 ** n < ALPHA)  # fewer runs cannot reach ALPHA (6)
 
 
 def parse_variant(spec: str) -> tuple:
@@ -212,30 +209,6 @@ class Ours:
             need = traffic(shape, tile["block_m"], tile["block_n"], causal_skip=False)["min_dram_bytes"]
             return need > self.runs.l2_bytes.min()
         raise ValueError(f"unknown premise {premise!r}")
-
-
-def sign_test_p(diffs) -> float:
-    """Two-sided exact sign test of "no change" over paired differences (one per run): the probability, under a
-    fair coin for each run's sign, of a split at least as lopsided as the one seen. Zero differences are left out
-    (they take no side); with none left, 1."""
-    above, below = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
-    n = above + below
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(above, below) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
-def moved(diffs, negligible: float = NEGLIGIBLE_PCT, alpha: float = ALPHA) -> bool:
-    """Whether paired per-run changes are told from no change: their median beyond `negligible` and, with at least
-    SIGN_TEST_MIN_RUNS runs, the sign test's p below `alpha` (fewer runs cannot reach it: the size alone). The
-    spread of the runs enters only through how many of them fall on each side of zero."""
-    diffs = list(diffs)
-    if not diffs or abs(statistics.median(diffs)) <= negligible:
-        return False
-    if len(diffs) < SIGN_TEST_MIN_RUNS:
-        return True
-    return sign_test_p(diffs) < alpha
 
 
 def verdict(rule: str, article: float, ours: list) -> tuple:

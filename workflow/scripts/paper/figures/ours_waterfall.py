@@ -1,7 +1,7 @@
 """The stages at the headline shape, the article's (v0 ... v7, at its tile) and then ours (at their own tiles), as a
 percentage of cuDNN's time in the same run (the kernels alone, without cuDNN's memset; median over the runs that
-hold the stage; whiskers: lowest to highest run). Dashed: cuDNN (100%) and FlashAttention-2 (torch-flash), median
-over runs."""
+hold the stage; whiskers: lowest to highest run; hatched: a stage measured in one run, its bar that run's figure, not a
+median). Dashed: cuDNN (100%) and FlashAttention-2 (torch-flash), median over runs."""
 import matplotlib.pyplot as plt
 import pandas as pd
 
@@ -22,11 +22,12 @@ for i, st in enumerate(stages):
     runs = pct[st].dropna()
     now = runs.median()
     color = "#7f7f7f" if st == BASELINE else ("#1f77b4" if st in STAGES else c.LAST_COLOR)
+    hatch = "////" if len(runs) == 1 else None          # one run's figure, not a median
     if prev is None:
-        ax.bar(i, now, color=color)
+        ax.bar(i, now, color=color, hatch=hatch)
     else:
-        ax.bar(i, now - prev, bottom=prev, color=color, alpha=1.0 if now < prev else 0.45,
-               edgecolor="#d62728" if now > prev else color)
+        ax.bar(i, now - prev, bottom=prev, color=color, alpha=1.0 if now < prev else 0.45, hatch=hatch,
+               edgecolor="#d62728" if now > prev else ("white" if hatch else color), linewidth=0.8)
         ax.plot([i - 1.4, i + 0.4], [prev, prev], color="black", linewidth=0.5)
     ax.vlines(i, runs.min(), runs.max(), color="black", linewidth=1)
     # The label above the bar, or below it where a reference line (cuDNN's 100%, FlashAttention-2's) would cross it
@@ -39,6 +40,16 @@ for i, st in enumerate(stages):
     ax.text(i, y, f"{now:.0f}", ha="center", va=va, fontsize=7, zorder=5,
             bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none"))
     prev = now
+# the stages measured in one run, named over their bars (a thin bar's hatching is too small to see)
+single = [i for i, st in enumerate(stages) if pct[st].notna().sum() == 1]
+if single:
+    # above each bar's top (a step's bar starts at the stage before) and its value label
+    top_single = max(max(pct[stages[i]].median(), pct[stages[i - 1]].median() if i else 0) for i in single)
+    y = top_single + 6 + 2 * LABEL_H
+    while any(abs(y - ref) < LABEL_H for ref in (100, flash)):     # off the reference lines
+        y += LABEL_H
+    ax.plot([min(single) - 0.4, max(single) + 0.4], [y, y], color="0.3", linewidth=0.8)
+    ax.text((min(single) + max(single)) / 2, y + 2, "one run each (hatched)", ha="center", va="bottom", fontsize=7)
 ax.axhline(100, color="black", linestyle="--", linewidth=0.8)
 ax.axhline(flash, color="0.45", linestyle="--", linewidth=0.8)
 ax.text(-0.4 + 1, 100 + 4, "cuDNN (torch-cudnn): 100%", ha="left", fontsize=7)

@@ -1,7 +1,7 @@
 """The paper's numbers on the ablation of the article's switches at the headline and its tile: per switch, the change
 of time when it is removed from the final stage and when it is added to the baseline (\\val{abl}{<switch>}{...}: the
-median over runs of the per-run change), the switches whose change is beyond the range over runs, and warp
-specialization at 8 warps."""
+median over runs of the per-run change), the switches whose change has moved by the paper's rule for a change over
+runs (pipeline.noise: beyond 1%, and a sign test over the runs), and warp specialization at 8 warps."""
 
 import sys
 from pathlib import Path
@@ -10,27 +10,39 @@ import pandas as pd
 
 from kernels.stages import resolve_variant, variant_name
 
+from pipeline import noise
 from pipeline.latex import Values, fixed, listing
 from pipeline.selection import STAGES, SWITCHES
+
+
+def costly(h: pd.DataFrame, v: Values | None = None) -> dict:
+    """The article's switches that cost time where they are (h: one row per run, one column per variant, the time):
+    removed from the final stage, those whose removal makes it faster; added to the baseline, those that make it
+    slower, each change moved by the paper's rule (pipeline.noise). Each change's median goes to `v` where given."""
+    first, last = STAGES[0], STAGES[-1]
+    out = {"removed_pct": [], "added_pct": []}
+    for sw in SWITCHES:
+        for base, variant, column in ((last, f"{last}-{sw}", "removed_pct"), (first, f"{first}+{sw}", "added_pct")):
+            if variant not in h:                      # v7-const_strides is v6, v0+grid_order is v1
+                variant = variant_name(resolve_variant(variant))
+            if variant not in h or base not in h:
+                continue
+            change = (100 * (h[variant] / h[base] - 1)).dropna()
+            if v is not None:
+                v.put("abl", sw, column, fixed(change.median(), 1))
+            slower = change.median() > 0
+            if noise.moved(change) and slower == (column == "added_pct"):
+                out[column].append(sw.replace("_", r"\_"))
+    return out
 
 
 def values(per_run: Path) -> Values:
     v = Values("ablation")
     pr = pd.read_csv(per_run)
     h = pr[pr.headline & pr.article_tile].pivot_table(index="run", columns="variant", values="time_us")
-    first, last = STAGES[0], STAGES[-1]
-    costly_final, costly_base = [], []
-    for sw in SWITCHES:
-        for base, variant, column, sink in ((last, f"{last}-{sw}", "removed_pct", costly_final),
-                                            (first, f"{first}+{sw}", "added_pct", costly_base)):
-            if variant not in h:                      # v7-const_strides is v6, v0+grid_order is v1
-                variant = variant_name(resolve_variant(variant))
-            change = (100 * (h[variant] / h[base] - 1)).dropna()
-            v.put("abl", sw, column, fixed(change.median(), 1))
-            beyond = abs(change.median()) > change.max() - change.min()
-            slower = change.median() > 0
-            if beyond and ((column == "removed_pct" and not slower) or (column == "added_pct" and slower)):
-                sink.append(sw.replace("_", r"\_"))
+    last = STAGES[-1]
+    picked = costly(h, v)
+    costly_final, costly_base = picked["removed_pct"], picked["added_pct"]
     v.macro("AblCostlyInFinal", listing(costly_final))
     v.macro("AblCostlyOnBase", listing(costly_base))
     t = pr[pr.headline & (pr.num_warps == 8) & pr.variant.isin([last, f"{last}-warp_specialize"])]

@@ -13,11 +13,16 @@ import pandas as pd
 from kernels.stages import GLUON_BASE, previous_stage, stage_of
 
 from pipeline.latex import Values, fixed, listing
-from pipeline.selection import GLUON_STAGES, run_number
+from pipeline.selection import GLUON_STAGES, OUR_STAGES, run_number
 
 GOAL_X = 0.90       # issue 18's goal: the best stage at most 0.90x cuDNN's time at every N, in both dtypes
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 BASE = stage_of(GLUON_BASE)      # the Triton stage whose schedule the Gluon kernel takes (v13)
+
+
+def last_measured(per_n: pd.DataFrame) -> str:
+    """The last of our stages that the N sweep measured (per_n.csv): the one the N-sweep figure draws as our last."""
+    return [s for s in OUR_STAGES if s in set(per_n.variant)][-1]
 
 
 def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
@@ -29,6 +34,9 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
     v.macro("GluonRunsPhrase", "one run" if len(runs) == 1 else f"{words.get(len(runs), len(runs))} runs, on one "
             f"H200 each")
+    # the last of our stages the sweep measured (the one the N-sweep figure draws as our last)
+    v.macro("GluonLastMeasured", last_measured(p))
+    v.macro("GluonLastMeasuredRuns", listing(sorted(set(p[p.variant == last_measured(p)].run), key=run_number)))
     v.macro("GluonLast", GLUON_STAGES[-1])
     ratio = g.groupby(["variant", "dtype", "N"]).x_cudnn.median()
     for (st, dt, n), x in ratio.items():

@@ -44,9 +44,12 @@ def values(large_n_table: Path, large_n: Path) -> Values:
     ours = t[t.variant.isin(OUR_STAGES) & (t.short == "Tensor")]
     ours = ours[ours.N == ours.N.max()]
     if not ours.empty:
+        top = ours.loc[ours.value.idxmax()]
         v.macro("LnOursTensorMax", fixed(ours.value.max()))
-        v.macro("LnOursTensorMaxStage", ours.loc[ours.value.idxmax(), "variant"])
+        v.macro("LnOursTensorMaxStage", top.variant)
         v.macro("LnOursTensorN", int(ours.N.max()))
+        # how many runs that figure rests on, said where it is quoted (one run's figure is not a median)
+        v.macro("LnOursTensorMaxRuns", "one run" if int(top.runs) == 1 else f"median of {int(top.runs)} runs")
     # Our stages whose long-sequence figures rest on one run's profile (the median of one is that run's figure).
     runs = t[t.variant.isin(OUR_STAGES)].groupby("variant").runs.max()
     v.macro("LnSingleRunStages", listing([s for s in OUR_STAGES if runs.get(s) == 1]))

@@ -7,6 +7,7 @@
 Our last stage is the last one measured (per_run.csv's role `last`), so that a stage registered and not yet
 measured changes nothing here."""
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -14,12 +15,20 @@ import pandas as pd
 
 from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, previous_stage, stage_adding
 
+from pipeline import noise
 from pipeline.latex import Values, count_word, fixed, listing, signed
-from pipeline.selection import (GLUON_STAGES, OUR_STAGES, RATIO_TIME, RATIO_TIME_WORDS, TRITON_OURS, resolve_variant,
-                                switches_label, variant_name)
+from pipeline.selection import (GLUON_STAGES, HEADLINE, OUR_STAGES, RATIO_TIME, RATIO_TIME_WORDS, TRITON_OURS,
+                                resolve_variant, switches_label, variant_name)
 
 QUANTITY_WORDS = {"time": "time", "time_ratio": "time over cuDNN's", "smsp__inst_executed.sum": "instructions"}
 QUANTITY_KEYS = {"time": "time", "time_ratio": "ratio", "smsp__inst_executed.sum": "instr"}
+
+
+def faster_paired(change_pct) -> bool:
+    """Whether the per-run changes (percent, one stage against another, each taken within a run) say faster by the
+    paper's one rule for a change over runs (pipeline.noise: moved, and below zero)."""
+    change = [float(x) for x in change_pct]
+    return noise.moved(change) and statistics.median(change) < 0
 
 
 def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_run: Path, predictions: Path,
@@ -49,6 +58,8 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     # how far two timings of the same cuDNN kernel differ within a run: at most over every N, and each N's own band
     v.macro("TwinFloorPct", fixed(best.twin_pct.max(), 1))
     v.macro("TwinBandMinPct", fixed(best.twin_pct.min(), 1))
+    head = best[(best.dtype == HEADLINE["dtype"]) & (best.N == HEADLINE["N"])].twin_pct   # the headline's own band
+    v.macro("TwinHeadPct", fixed(head.iloc[0], 1) if len(head) else "--")
     v.macro("RatioTime", RATIO_TIME_WORDS)
     # What cuDNN's memset (in time_us, not in the kernels alone) does to the ratio: cuDNN's memset per call, and our
     # leading stage's ratio to cuDNN at the shortest N in float16 with the memset counted and without (RATIO_TIME)
@@ -74,17 +85,35 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
                                                for n, r in bd.iterrows() if r.best != LEAD]))
     # Where a Triton stage after the leading one is the fastest of the Triton stages (float16), with its ratio and the
     # leading stage's (the Gluon stages, a second kernel, are set apart in their own paragraph).
-    tri = p[p.variant.isin(TRITON_OURS) & (p.dtype == "float16")].groupby(["N", "variant"]).x_cudnn.median()
+    # The medians of two stages rest on different runs (a later stage was measured in fewer), so a stage whose median
+    # ratio is the lowest is said to be faster than the leading one only where it is so paired over the runs that hold
+    # both (faster_paired); elsewhere the two are level.
+    f16 = p[p.variant.isin(TRITON_OURS) & (p.dtype == "float16")]
+    tri = f16.groupby(["N", "variant"]).x_cudnn.median()
     fastest = tri.groupby(level="N").idxmin().map(lambda nv: nv[1])
-    parts = []
+    parts, level = [], []
     for st in [s for s in after if s in set(fastest)]:
-        ns = [int(n) for n, b in fastest.items() if b == st]
-        xs = listing([f"{fixed(tri[n, st], 2)}$\\times$" for n in ns])
-        ls = listing([f"{fixed(tri[n, LEAD], 2)}$\\times$" for n in ns])
-        parts.append(f"{st} at $N=$ {listing([str(n) for n in ns])} (float16: {xs} cuDNN's time, against {LEAD}'s {ls})")
+        for n in [int(n) for n, b in fastest.items() if b == st]:
+            pair = f16[f16.N == n].pivot_table(index="run", columns="variant", values="x_cudnn")[[st, LEAD]].dropna()
+            change = 100 * (pair[st] / pair[LEAD] - 1)
+            if faster_paired(change):
+                parts.append((st, n, change))
+            else:
+                level.append((st, n, change))
+    said = []
+    for st in dict.fromkeys(s for s, _, _ in parts):
+        mine = [(n, c) for s, n, c in parts if s == st]
+        said.append(f"{st}, at $N=$ {listing([str(n) for n, _ in mine])} (float16: "
+                    + listing([f"{signed(c.median())}\\% against {LEAD}, faster in {int((c < 0).sum())} of the "
+                               f"{len(c)} runs that hold both" for _, c in mine]) + ")")
     v.macro("AfterLeadSentence",
-            f"one of them is the fastest of the Triton stages at another length of the sweep only for {listing(parts)}"
-            if parts else "none is the fastest of the Triton stages at any length of the sweep")
+            f"one of them is faster than {LEAD} at another length of the sweep: {listing(said)}" if said
+            else f"none is faster than {LEAD} at any length of the sweep")
+    # Where a later stage's median ratio is the lowest but, paired over the same runs, it is level with the leader.
+    v.macro("AfterLeadLevelSentence", "".join(
+        f"; at $N={n}$ {st}'s median ratio is the lowest of the Triton stages, but paired over the runs that hold "
+        f"both it is level with {LEAD} ({signed(c.median())}\\%, faster in {int((c < 0).sum())} of {len(c)})"
+        for st, n, c in level))
     big = lead[(lead.dtype == "float16") & (lead.N == lead.N.max())]
     cud = p[(p.variant == "torch-cudnn") & (p.dtype == "float16") & (p.N == lead.N.max()) & p.run.isin(big.run)]
     v.macro("LeadMaxN", int(lead.N.max()))
@@ -103,6 +132,8 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     qpct = (100 * qt[LEAD] / qt["torch-cudnn"]).groupby(["N", "H"]).median()
     for n, g in qpct.groupby(level="N"):
         v.put("qwen", n, "range", f"{fixed(g.min())}--{fixed(g.max())}")
+        # the runs behind the leading stage's ratio (it was measured in fewer runs than the set's other entries)
+        v.put("qwen", n, "runs", qt.xs(n, level="N").index.get_level_values("run").nunique())
     v.macro("QwenNs", listing([str(n) for n in sorted(qpct.index.get_level_values("N").unique())]))
     pred = pd.read_csv(predictions)
     judged = pred[pred.verdict != "not measured"]

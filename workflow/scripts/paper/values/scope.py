@@ -13,7 +13,7 @@ from kernels.stages import STAGES as REGISTRY
 
 from pipeline import seal
 from pipeline.latex import Values, fixed, listing
-from pipeline.selection import HEADLINE, OUR_STAGES
+from pipeline.selection import HEADLINE, OUR_STAGES, RATIO_TIME, TORCH, run_number, where
 
 
 def _lohi(lo, hi, nd: int = 0) -> str:
@@ -21,9 +21,34 @@ def _lohi(lo, hi, nd: int = 0) -> str:
     return fixed(lo, nd) if fixed(lo, nd) == fixed(hi, nd) else f"{fixed(lo, nd)}--{fixed(hi, nd)}"
 
 
+def pooled_against_own_set(timings: pd.DataFrame) -> pd.Series:
+    """Per run, entry, N and dtype of the N sweep (headline layout, each stage at its own tile): the change, in %, of
+    its ratio to cuDNN's time when each end is the median over every repeat of the run that timed it, whichever set's
+    job and GPU it ran in (per_run.csv's pooling), against the ratio of the N sweep's own repeats alone (one job, on
+    one GPU, the two ends interleaved)."""
+    layout = {k: x for k, x in HEADLINE.items() if k not in ("N", "dtype")}
+    t = timings[(timings.status == "ok") & where(timings, **layout)]
+    t = t[t.impl.isin(TORCH) | t.own_tile.astype(str).eq("True")]
+    keys = t[t.set == "n_sweep"].key.unique()
+    t = t[t.key.isin(keys)]
+    by = ["run", "key", "variant", "N", "dtype"]
+    out = {}
+    for name, rows in (("pooled", t), ("own", t[t.set == "n_sweep"])):
+        m = rows.groupby(by)[RATIO_TIME].median().reset_index()
+        cud = m[m.variant == "torch-cudnn"].set_index(["run", "N", "dtype"])[RATIO_TIME]
+        m = m[m.variant != "torch-cudnn"].join(cud.rename("cudnn"), on=["run", "N", "dtype"])
+        out[name] = (m[RATIO_TIME] / m.cudnn).set_axis(pd.MultiIndex.from_frame(m[by]))
+    return (100 * (out["pooled"] / out["own"] - 1)).dropna()
+
+
 def values(variation_n: Path, sampling: Path, snapshots: Path, per_run: Path, claims: Path, seal_file: Path,
-           gpu_state: Path) -> Values:
+           gpu_state: Path, timings: Path) -> Values:
     v = Values("scope")
+    # What pooling an entry's repeats over the sets of a run does to a ratio, against the N sweep's own repeats.
+    pool = pooled_against_own_set(pd.read_csv(timings, low_memory=False)).abs()
+    v.macro("PoolMaxPct", fixed(pool.max(), 1))
+    v.macro("PoolOverOnePct", int((pool > 1).sum()))
+    v.macro("PoolEntries", len(pool))
     # Samples per repeat and repeats per run, per set of the plan.
     smp = pd.read_csv(sampling)
     v.macro("SamplesMin", fixed(smp.samples_lo.min()))
@@ -92,7 +117,19 @@ def values(variation_n: Path, sampling: Path, snapshots: Path, per_run: Path, cl
     v.macro("HostPtrRange", _lohi(best[ptr].min(), best[ptr].max(), 1))
     v.macro("HostDescFirst", desc[0])
     v.macro("HostDescLast", desc[-1])
-    v.macro("HostDescRange", _lohi(best[desc].min(), best[desc].max(), 1))
+    # The descriptor stages apart by run: the runs whose cached call expanded the descriptors itself (there the
+    # descriptor stages' host time is within twice the pointer stages' of the same run) and the runs before them
+    # (Triton's Python launcher making the descriptors on every call), each stage's best repeat.
+    hd = h[h.variant.isin(desc)]
+    per_run = hd.groupby("run").host_min_us.median()
+    ptr_run = h[h.variant.isin(ptr)].groupby("run").host_min_us.median().reindex(per_run.index)
+    cached = sorted(per_run.index[per_run < 2 * ptr_run], key=run_number)
+    early = hd[~hd.run.isin(cached)].groupby("variant").host_min_us.min()
+    late = hd[hd.run.isin(cached)].groupby("variant").host_min_us.min()
+    v.macro("HostDescCachedFrom", cached[0] if cached else "--")
+    v.macro("HostDescRange", _lohi(early.min(), early.max(), 1) if len(early) else "--")
+    v.macro("HostDescEarlyLast", [s for s in desc if s in early.index][-1] if len(early) else "--")
+    v.macro("HostDescLatestRange", _lohi(late.min(), late.max(), 1) if len(late) else "--")
     return v
 
 

@@ -8,8 +8,8 @@ import pandas as pd
 
 from kernels.stages import BASELINE, BEYOND
 
-from pipeline.latex import Values, count_word, fixed
-from pipeline.selection import TORCH
+from pipeline.latex import Values, count_word, fixed, listing
+from pipeline.selection import TORCH, run_number
 
 
 def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path) -> Values:
@@ -35,7 +35,16 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
     r = pd.read_csv(runs, keep_default_na=False)
     v.macro("NumRuns", len(r))
     v.macro("NumGPUsRecorded", len({u for uuids in r.gpu_uuids for u in uuids.split()}))
+    two, one = runs_per_gpu_count(r)
+    v.macro("NumRunsTwoGpus", two)
+    v.macro("RunsOneGpu", one)
     return v
+
+
+def runs_per_gpu_count(runs: pd.DataFrame) -> tuple:
+    """How many runs were spread over more than one GPU (their UUIDs, runs.csv's gpu_uuids), and the runs on one."""
+    gpus = runs.gpu_uuids.map(lambda u: len(set(str(u).split())))
+    return int((gpus > 1).sum()), listing(sorted(runs.run[gpus == 1], key=run_number), none="none")
 
 
 if __name__ == "__main__":                  # run by Snakemake's script: directive

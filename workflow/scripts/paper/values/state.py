@@ -16,6 +16,8 @@ from pipeline.selection import HEADLINE, run_number, where
 
 # The entries whose state the text quotes: the leading Triton stage, the Gluon stages, the PyTorch backends.
 ENTRIES = ("v13", "v19", "v20", "v21", "v22", "v23", "torch-cudnn", "torch-flash")
+# How far a repeat's energy per call may differ from its mean power times its time for the table to give it.
+ENERGY_AGREE = 0.25
 
 
 def values(per_run: Path, timings: Path) -> Values:
@@ -50,16 +52,35 @@ def values(per_run: Path, timings: Path) -> Values:
     v.macro("StateLongPowerRepeatX", fixed((per_key.max() / per_key.min()).max(), 1))
     v.macro("StateMaxSamples", int(t.n_samples.max()))
     v.macro("StateShortMhz", f"{t[t.N == t.N.min()].sm_mhz.median():.0f}")
-    for r in sw[sw.variant.isin(ENTRIES)].itertuples():
-        row = f"{r.variant.replace('torch-', '')}@{int(r.N)}"
-        tflops = attention_flops(r.B, r.H, r.N, r.D, r.causal) / (r.time_us * 1e-6) / 1e12
-        v.put("state", row, "us", fixed(r.time_us, 1 if r.time_us < 1000 else 0))
-        v.put("state", row, "mhz", f"{r.sm_mhz:.0f}")
-        v.put("state", row, "watts", f"{r.power_w:.0f}")
-        v.put("state", row, "mj", fixed(r.energy_mj / 1, 2 if r.energy_mj < 10 else 1))
+    # The table: the N sweep's own repeats (one job, one GPU), not the run's other sets that timed the same entry.
+    own = t[where(t, **layout) & (t.impl.ne("triton") | t.own_tile.astype(str).eq("True"))
+            & t.variant.isin(ENTRIES) & t.sm_mhz.notna()]
+    off = []                                     # energy per call over mean power x time, where they disagree
+    for (variant, n), g in own.groupby(["variant", "N"]):
+        row = f"{variant.replace('torch-', '')}@{int(n)}"
+        us = g.time_us.median()
+        flops = attention_flops(g.B.iloc[0], g.H.iloc[0], n, g.D.iloc[0], g.causal.iloc[0])
+        tflops = flops / (us * 1e-6) / 1e12
+        v.put("state", row, "us", fixed(us, 1 if us < 1000 else 0))
+        v.put("state", row, "mhz", f"{g.sm_mhz.median():.0f}")
+        v.put("state", row, "watts", f"{g.power_w.median():.0f}")
+        # NVML's energy counter resolves a call only where each repeat's energy per call (the flushes' taken off)
+        # agrees with its mean power times its time (W x us = uJ); elsewhere the table leaves the energy out
+        ratio = g.energy_mj / (g.power_w * g.time_us * 1e-3)
+        if ((ratio - 1).abs() <= ENERGY_AGREE).all():
+            mj = g.energy_mj.median()
+            v.put("state", row, "mj", fixed(mj, 2 if mj < 10 else 1))
+        else:
+            v.put("state", row, "mj", "--")
+            off.append(ratio)
         v.put("state", row, "tflops", fixed(tflops))
-        v.put("state", row, "per_watt", fixed(r.tflops_per_watt, 2))
-        v.put("state", row, "capped", f"{int(r.capped_repeats)}/{int(r.repeats)}")
+        v.put("state", row, "per_watt", fixed(tflops / g.power_w.median(), 2))   # the columns beside it, divided
+        v.put("state", row, "capped", f"{int(g.power_capped.astype(str).eq('True').sum())}/{len(g)}")
+    off = pd.concat(off) if off else pd.Series(dtype=float)
+    v.macro("StateEnergyAgreePct", fixed(100 * ENERGY_AGREE))
+    v.macro("StateEnergyOffRange", f"{fixed(off.min(), 1)} and {fixed(off.max(), 1)}" if len(off) else "--")
+    v.macro("StateEnergyOffN", listing(sorted({str(int(n)) for n in own.loc[off.index].N}, key=int))
+            if len(off) else "--")
     return v
 
 

@@ -25,6 +25,7 @@ def values(per_run: Path, ceilings: Path) -> Values:
     per = (attention_flops(sw.B, sw.H, sw.N, sw.D, sw.causal) / (sw.time_us * 1e-6) / 1e12).groupby(sw.variant)
     tf, lo, hi = per.median(), per.min(), per.max()           # each run's TFLOP/s: median and range over runs
     v.macro("SweepMaxN", int(sw.N.max()))
+    v.macro("SweepRuns", sw.run.nunique())
     for variant in (BASELINE, CAUSAL_SKIP_STAGE, FINAL, "torch-flash", "torch-default"):
         v.put("sweep", variant, "tflops", fixed(tf[variant]))
         v.put("sweep", variant, "tflops_range", f"{fixed(lo[variant])}--{fixed(hi[variant])}")

@@ -57,7 +57,8 @@ def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
         v.put("waived", variant, "others_timer_range", f"{fixed(lo, 1)}--{fixed(hi, 1)}")
         v.put("waived", variant, "timer_place", "below" if r.timer_us < lo else "above" if r.timer_us > hi else "within")
         by_run = cc[cc.key == r.key].sort_values("run", key=lambda runs: runs.map(run_number))
-        v.put("waived", variant, "ncu_by_run", ", ".join(fixed(x, 1) for x in by_run.ncu_us))
+        v.put("waived", variant, "ncu_by_run",
+              ", ".join("--" if pd.isna(x) else fixed(x, 1) for x in by_run.ncu_us))   # --: not compared
         v.put("waived", variant, "runs_from", by_run.run.iloc[0])
         v.put("waived", variant, "runs_to", by_run.run.iloc[-1])
     # Our waived stages (runs without clocks) in the runs where they are not waived.
