@@ -39,10 +39,13 @@ def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
     v.macro("CrossClockAgreeTimeMaxPct", fixed(agree.diff_pct.abs().max(), 1))
     unexplained = waived[waived.cycles_diff_pct.notna()]
     v.macro("CrossClockWaivedCount", len(unexplained))
+    v.macro("CrossClockWaivedRuns", listing(sorted(set(unexplained.run), key=run_number)))
     v.macro("CrossClockWaivedN", listing(sorted({str(int(n)) for n in unexplained.N}, key=int))
             if len(unexplained) else "--")
     for n, g in unexplained.groupby("N"):
-        v.put("cross_waived", int(n), "list", listing([f"{r.variant} ({r.diff_pct:+.1f}\\%)" for r in g.itertuples()]))
+        several = unexplained.run.nunique() > 1      # name each entry's run when the entries are of several runs
+        v.put("cross_waived", int(n), "list", listing([f"{r.variant}{f' in {r.run}' if several else ''} "
+                                                       f"({r.diff_pct:+.1f}\\%)" for r in g.itertuples()]))
         v.put("cross_waived", int(n), "cycles", f"{fixed(g.cycles_diff_pct.min(), 1)} to {fixed(g.cycles_diff_pct.max(), 1)}")
     # A waived PyTorch kernel of the runs without clocks (the same kernel in every run): the timer's time of it in
     # the first waived run against its range over the runs where it is not waived, and Nsight's time of it in
