@@ -4,7 +4,9 @@ loads and a TMA store, base-2 exponentials, no spills, and a KV loop that issues
 own products. With PRODUCER_WARP (stage v20) the kernel is warp-specialized: a one-warp partition issues every K and
 V load, the consumer warpgroup keeps the products, and setmaxnreg moves registers from the first to the second;
 without it the kernel has no partition. With TWO_CONSUMERS too (stage v21) two 4-warp consumer partitions share the
-producer's K/V ring, without register reallocation and without serialized warpgroup MMAs. With either switch off the
+producer's K/V ring, without register reallocation and without serialized warpgroup MMAs; with REGISTER_REALLOC
+(stage v23) they are one 8-warp partition whose setmaxnreg gives them 240 registers, still without serialized MMAs.
+With either switch off the
 kernel is the one the GPU verified (the same SASS as the source that a sealed grid of data/ records). Gluon kernels
 do not run in Triton's interpreter, which these tests set up elsewhere: the kernels are compiled in a subprocess
 without TRITON_INTERPRET, and their correctness is a GPU test's."""
@@ -74,6 +76,17 @@ OVERLAP_CONFIGS = {"ov-" + name: TWO_CONSUMER_CONFIGS[name] for name in
                    ("tc-128x64s3", "tc-128x64s2", "tc-128x64s3-bf16", "tc-128x64s3-noncausal", "tc-128x64s3-D64",
                     "tc-128x64s3-ragged", "tc-128x64s3-N1")}
 OVERLAP_LOOPED = [name for name in OVERLAP_CONFIGS if OVERLAP_CONFIGS[name][0][3] > 1]
+# The kernel with REGISTER_REALLOC (stage v23, on SOFTMAX_OVERLAP): name -> (shape, dtype, causal, block_m, block_n,
+# num_stages) at its tiles (kernels.gluon_fwd.REGISTER_REALLOC_TILES), both head dims and dtypes, ragged N and N = 1.
+REALLOC_CONFIGS = {
+    "rr-128x128s2": (HEADLINE, "float16", True, 128, 128, 2),
+    "rr-128x128s3": (HEADLINE, "float16", True, 128, 128, 3),
+    "rr-128x64s3": (HEADLINE, "float16", True, 128, 64, 3),
+    "rr-128x128s2-bf16-noncausal-D64": ((2, 16, 8, 1024, 64), "bfloat16", False, 128, 128, 2),
+    "rr-128x128s2-ragged": ((1, 4, 4, 1000, 128), "float16", True, 128, 128, 2),
+    "rr-128x128s2-N1": ((1, 1, 1, 1, 64), "bfloat16", False, 128, 128, 2),
+}
+REALLOC_LOOPED = [name for name in REALLOC_CONFIGS if REALLOC_CONFIGS[name][0][3] > 1]
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
 # kernel must be that one, instruction for instruction.
 VERIFIED_PREFIX = "verified:"
@@ -84,7 +97,7 @@ _COMPILE = textwrap.dedent("""
     from kernels.build import NVIDIA_BIN
     from kernels.gluon_fwd import compile_for
     configs, out = json.loads(sys.argv[1]), Path(sys.argv[2])
-    for name, (shape, dtype, causal, bm, bn, stages, producer, two, overlap, source) in configs.items():
+    for name, (shape, dtype, causal, bm, bn, stages, producer, two, overlap, source, *realloc) in configs.items():
         if source:          # another version of kernels/gluon_fwd.py, as a module of its own
             spec = importlib.util.spec_from_file_location("gluon_fwd_" + Path(source).parent.name, source)
             module = importlib.util.module_from_spec(spec)
@@ -92,7 +105,7 @@ _COMPILE = textwrap.dedent("""
             k = module.compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer)
         else:
             k = compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer,
-                            two_consumers=two, softmax_overlap=overlap)
+                            two_consumers=two, softmax_overlap=overlap, register_realloc=bool(realloc and realloc[0]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -145,7 +158,8 @@ def built(tmp_path_factory):
     configs = {**{name: [*c, False, False, False, ""] for name, c in CONFIGS.items()},
                **{name: [*c[:6], True, False, False, ""] for name, c in PRODUCER_CONFIGS.items()},
                **{name: [*c[:6], True, True, False, ""] for name, c in TWO_CONSUMER_CONFIGS.items()},
-               **{name: [*c[:6], True, True, True, ""] for name, c in OVERLAP_CONFIGS.items()}}
+               **{name: [*c[:6], True, True, True, ""] for name, c in OVERLAP_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True] for name, c in REALLOC_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
@@ -734,3 +748,80 @@ def test_softmax_overlap_needs_two_consumers():
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True,
                        two_consumers=True, softmax_overlap=True)
     assert args["SOFTMAX_OVERLAP"] and args["TWO_CONSUMERS"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# REGISTER_REALLOC (stage v23): the two consumers as one 8-warp partition, setmaxnreg, 128-row K/V blocks
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", REALLOC_CONFIGS)
+def test_register_realloc_reallocates_without_spilling_or_serialized_mmas(built, name):
+    """168 registers per thread at launch (12 warps, one program per SM), setmaxnreg raising the consumers'
+    partition to 240 and lowering the producer's warpgroup to 24, no spills and no serialized warpgroup MMA: every
+    MMA is in the default partition, outside the workers' dispatch loop."""
+    from kernels.gluon_fwd import REGISTER_REALLOC_MAXNREG
+    m = built[name]
+    assert m["registers"] == REGISTER_REALLOC_MAXNREG and m["num_warps"] == 12
+    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0
+    assert "0 bytes spill stores, 0 bytes spill loads" in m["ptxas"]
+    assert "serialized" not in m["ptxas"] and "C7512" not in m["ptxas"], m["ptxas"]
+    regs = set(re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+);", m["ptx"]))
+    assert ("inc", "240") in regs and ("dec", "24") in regs, regs
+    assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0" in m["sass"]
+    assert m["shared"] <= 232448        # the H200's shared memory per block (opt-in)
+
+
+@pytest.mark.parametrize("name", REALLOC_LOOPED)
+def test_register_realloc_kv_loops(built, name):
+    """Two KV loops (the unmasked and the masked, one partition), each step per warpgroup: q k^T of block j (D/16
+    HGMMA 64 x block_n), then P V of block j - 1 (block_n/16 HGMMA 64 x D), a wait for the scores alone
+    (WARPGROUP.DEPBAR.LE 1) and every exponential of the step (P and alpha) before the wait for P V (LE 0); the
+    partition's barriers are 256-thread ones (both warpgroups)."""
+    shape, _, _, _, bn, _ = REALLOC_CONFIGS[name]
+    D = shape[4]
+    loops = kv_loops(built[name]["sass"])
+    assert len(loops) == 2
+    bf = ".BF16" if "bf16" in name else ""
+    qk, pv = f"HGMMA.64x{bn}x16.F32{bf}", f"HGMMA.64x{D}x16.F32{bf}"
+    for body in loops:
+        assert not [t for t in body if t.startswith("UTMALDG")]
+        ops = [t.split()[0] if t.startswith("HGMMA") else t for t in body if t.startswith(("HGMMA", "WARPGROUP.DEPBAR"))]
+        assert ops == ([qk] * (D // 16) + [pv] * (bn // 16) + ["WARPGROUP.DEPBAR.LE gsb0, 0x1"]
+                       + ["WARPGROUP.DEPBAR.LE gsb0, 0x0"]), ops
+        one = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+        zero = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0"))
+        ex2 = [i for i, t in enumerate(body) if t.startswith("MUFU.EX2")]
+        assert len(ex2) == 64 * bn // 128 + 64 // 32
+        assert all(one < i < zero for i in ex2), (one, zero, ex2)
+        bars = [t for t in body if t.startswith("BAR.SYNC")]
+        assert bars and all(t.endswith("0x100") for t in bars), bars
+
+
+@pytest.mark.parametrize("name", REALLOC_CONFIGS)
+def test_register_realloc_loads_the_whole_q_tile_and_releases_each_buffer_once(built, name):
+    """One partition: Q arrives as one 128-row TMA copy and O leaves as one 128-row store, and each ring buffer's
+    "empty" barrier counts one release (not two, as with v21's two partitions)."""
+    m = built[name]
+    init = r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);"
+    assert set(re.findall(init, m["ptx"])) == {"1"}
+    assert m["ttgir"].count("ttg.warp_specialize(") == 1
+    assert m["mix"].get("UTMASTG", 0) >= 1
+
+
+def test_register_realloc_needs_softmax_overlap_and_takes_its_tiles_only():
+    from kernels.gluon_fwd import REGISTER_REALLOC_TILES, check_config, kernel_args, launch_options
+    q = torch.empty((1, 2, 128, 64), dtype=torch.float16, device="meta")
+    k = torch.empty((1, 1, 128, 64), dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="register_realloc .* needs softmax_overlap"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True, two_consumers=True,
+                    register_realloc=True)
+    args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True,
+                       two_consumers=True, softmax_overlap=True, register_realloc=True)
+    assert args["REGISTER_REALLOC"] and args["q_desc"].block_shape == [1, 1, 128, 64]
+    assert launch_options(128, 128, 64, True, True, True) == {"num_warps": 8, "maxnreg": 168}
+    for bm, bn, st in REGISTER_REALLOC_TILES:
+        check_config(64, torch.float16, bm, bn, st, 8, two_consumers=True, register_realloc=True)
+    with pytest.raises(ValueError, match="register reallocation takes the tiles"):
+        check_config(128, torch.float16, 64, 64, 3, 8, two_consumers=True, register_realloc=True)
+    with pytest.raises(ValueError, match="num_warps=8"):
+        check_config(128, torch.float16, 128, 128, 2, 4, two_consumers=True, register_realloc=True)
