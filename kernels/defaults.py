@@ -48,7 +48,9 @@ def _for_cuda(index: int) -> tuple:
 def gluon_takes(head_dim: int, dtype) -> bool:
     """Whether the Gluon kernel takes a call of this head dim and dtype (kernels.gluon_fwd.check_config's domain)."""
     import torch
-    return head_dim in (64, 128) and dtype in (torch.float16, torch.bfloat16)
+
+    from .gluon_fwd import SUPPORTED_HEAD_DIMS     # imported only where a Gluon default is about to run anyway
+    return head_dim in SUPPORTED_HEAD_DIMS and dtype in (torch.float16, torch.bfloat16)
 
 
 def default_stage(device=None, q=None) -> str:

@@ -697,6 +697,23 @@ def test_softmax_overlap_compiles_without_spilling_or_serialized_mmas(built, nam
     assert 0 < m["shared"] - twin["shared"] <= 2 * 64 * 4 + 128
 
 
+def assert_overlapped_step(body: list, name: str, D: int, bn: int) -> None:
+    """One KV step with the softmax under the P V product (per warpgroup): no TMA load; q k^T of block j (D/16
+    HGMMA 64 x bn), then P V of block j - 1 (bn/16 HGMMA 64 x D), a wait for the scores alone (DEPBAR.LE 1) and every
+    exponential of the step (P and alpha) before the wait for P V (DEPBAR.LE 0)."""
+    bf = ".BF16" if "bf16" in name else ""
+    qk, pv = f"HGMMA.64x{bn}x16.F32{bf}", f"HGMMA.64x{D}x16.F32{bf}"
+    assert not [t for t in body if t.startswith("UTMALDG")]
+    ops = [t.split()[0] if t.startswith("HGMMA") else t for t in body if t.startswith(("HGMMA", "WARPGROUP.DEPBAR"))]
+    assert ops == ([qk] * (D // 16) + [pv] * (bn // 16) + ["WARPGROUP.DEPBAR.LE gsb0, 0x1"]
+                   + ["WARPGROUP.DEPBAR.LE gsb0, 0x0"]), ops
+    one = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+    zero = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0"))
+    ex2 = [i for i, t in enumerate(body) if t.startswith("MUFU.EX2")]
+    assert len(ex2) == 64 * bn // 128 + 64 // 32
+    assert all(one < i < zero for i in ex2), (one, zero, ex2)
+
+
 @pytest.mark.parametrize("name", OVERLAP_LOOPED)
 def test_softmax_overlap_kv_loops(built, name):
     """Four KV loops (each consumer's unmasked and masked), each step: q k^T of block j (D/16 HGMMAs), then P V of
@@ -707,18 +724,8 @@ def test_softmax_overlap_kv_loops(built, name):
     D, bn, _, _ = _tc(name.removeprefix("ov-"))
     loops = kv_loops(built[name]["sass"])
     assert len(loops) == 4
-    bf = ".BF16" if "bf16" in name else ""
-    qk, pv = f"HGMMA.64x{bn}x16.F32{bf}", f"HGMMA.64x{D}x16.F32{bf}"
     for body in loops:
-        assert not [t for t in body if t.startswith("UTMALDG")]
-        ops = [t.split()[0] if t.startswith("HGMMA") else t for t in body if t.startswith(("HGMMA", "WARPGROUP.DEPBAR"))]
-        assert ops == ([qk] * (D // 16) + [pv] * (bn // 16) + ["WARPGROUP.DEPBAR.LE gsb0, 0x1"]
-                       + ["WARPGROUP.DEPBAR.LE gsb0, 0x0"]), ops
-        one = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
-        zero = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0"))
-        ex2 = [i for i, t in enumerate(body) if t.startswith("MUFU.EX2")]
-        assert len(ex2) == 64 * bn // 128 + 64 // 32
-        assert all(one < i < zero for i in ex2), (one, zero, ex2)
+        assert_overlapped_step(body, name, D, bn)
         releases = [i for i, t in enumerate(body) if t.startswith("SYNCS.ARRIVE.TRANS64.A1T0 RZ")]
         assert len(releases) == 2
         for i in releases:
@@ -781,18 +788,8 @@ def test_register_realloc_kv_loops(built, name):
     D = shape[4]
     loops = kv_loops(built[name]["sass"])
     assert len(loops) == 2
-    bf = ".BF16" if "bf16" in name else ""
-    qk, pv = f"HGMMA.64x{bn}x16.F32{bf}", f"HGMMA.64x{D}x16.F32{bf}"
     for body in loops:
-        assert not [t for t in body if t.startswith("UTMALDG")]
-        ops = [t.split()[0] if t.startswith("HGMMA") else t for t in body if t.startswith(("HGMMA", "WARPGROUP.DEPBAR"))]
-        assert ops == ([qk] * (D // 16) + [pv] * (bn // 16) + ["WARPGROUP.DEPBAR.LE gsb0, 0x1"]
-                       + ["WARPGROUP.DEPBAR.LE gsb0, 0x0"]), ops
-        one = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
-        zero = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0"))
-        ex2 = [i for i, t in enumerate(body) if t.startswith("MUFU.EX2")]
-        assert len(ex2) == 64 * bn // 128 + 64 // 32
-        assert all(one < i < zero for i in ex2), (one, zero, ex2)
+        assert_overlapped_step(body, name, D, bn)
         bars = [t for t in body if t.startswith("BAR.SYNC")]
         assert bars and all(t.endswith("0x100") for t in bars), bars
 
