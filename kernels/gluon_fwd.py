@@ -11,7 +11,9 @@ The constexpr PRODUCER_WARP (stage v20, off by default) adds FlashAttention-3's 
 with register reallocation: see "A TMA producer warp" below. TWO_CONSUMERS (on top of PRODUCER_WARP, off by default)
 adds its second, two consumer warpgroups sharing one K/V ring: see "Two consumer warpgroups". SOFTMAX_OVERLAP (on
 top of TWO_CONSUMERS, off by default) adds its third, the intra-warpgroup overlap: see "The softmax under the P V
-product".
+product". REGISTER_REALLOC (on SOFTMAX_OVERLAP, stage v23) gives the consumers 240 registers by putting them into one
+partition, and SPLIT_CONSUMERS (on REGISTER_REALLOC, stage v24) gives them back their own partitions, keeping the
+registers: see "The consumers in their own partitions, with 240 registers".
 
 The algorithm
 -------------
@@ -149,7 +151,9 @@ producer warp, a 1-warp worker, which Triton pads with three idle warps into a w
   dispatches them to their partitions, and ptxas, for the warpgroup MMAs of a worker partition inside that loop,
   goes by those 120 rather than the partition's 240: it serializes every warpgroup MMA of the kernel (``Potential
   Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources``, a wait
-  after each HGMMA, in both consumers), with 128x64 and 128x128 tiles alike. (In the PTX edited by hand, the
+  after each HGMMA, in both consumers), with 128x64 and 128x128 tiles alike: this is v21's schedule, whose P V
+  product stays in flight into the next step (with v22's overlap it does not happen: see SPLIT_CONSUMERS). (In the PTX
+  edited by hand, the
   serialization goes when that loop's count is raised to 144, or when no setmaxnreg is left in the loop but the
   consumer's own.) Without reallocation ptxas keeps the MMAs asynchronous, and the tiles must fit 168 registers:
   64-row K/V blocks (a 64x64 tile per consumer, 112 registers of tiles, P V in flight as in v20's 64x64); a 64x128
@@ -197,6 +201,27 @@ above. It costs two shared stores and one 128-thread CTA barrier per step (Gluon
 build then has all 34 MUFU.EX2 of a 64x64 step between the wait for the scores (WARPGROUP.DEPBAR.LE 1) and the wait
 for P V (WARPGROUP.DEPBAR.LE 0) (tests/test_gluon_build.py). Unverified until the GPU runs it.
 
+The consumers in their own partitions, with 240 registers (SPLIT_CONSUMERS, on REGISTER_REALLOC, stage v24)
+---------------------------------------------------------------------------------------------------------
+
+REGISTER_REALLOC (v23) put both consumer warpgroups into one 8-warp partition, on the premise that ptxas serializes
+the warpgroup MMAs of a worker partition under setmaxnreg. That premise was checked with v21's schedule only (P V in
+flight across the step's end). With v22's overlap every step waits for its own P V product (``_overlap_step``'s
+wait for 0), and then ptxas keeps a worker's MMAs asynchronous at 240 registers: the sm_90 build of the three
+partitions of ``_consumer_pair`` with setmaxnreg (240 for each consumer, 24 for the producer warp's warpgroup:
+3 x 168 = 240 + 240 + 24, maxnreg 168 at launch) has no serialization warning, no spills, and per step of each
+consumer eight q k^T and eight P V HGMMA 64x128x16 issued back to back with every MUFU.EX2 of the step between
+WARPGROUP.DEPBAR.LE 1 and LE 0 (tests/test_gluon_build.py). So SPLIT_CONSUMERS is v22's three partitions with v23's
+registers and 128-row K/V blocks: each consumer's scores are a 64x128 tile (64 + 64 + 32 registers of tiles with
+acc at D = 128), its CTA barriers are 128-thread ones again, and the two warpgroups no longer step together.
+Triton's lowering gives the default partition 256 registers at the kernel's start and the workers 120 in their
+dispatch loop (``ConvertWarpSpecializeToLLVM``: (256 - 168) x 4 / 8 = 44 registers per worker thread given up),
+then 240, 240 and 24 in the partitions; every ``setmaxnreg.inc`` it emits can be served by the decreases before it,
+so none waits forever. The loop bounds are ``_consumer_pair``'s with CONSUMER_M = 64 and BLOCK_N = 128: both
+consumers have the program's n_total = start_m + 1 blocks (causal), the last, the diagonal, masked; consumer 0
+skips no block (cdiv(min(N, 128 start_m + 64), 128) = cdiv(min(N, 128 start_m + 128), 128)), so both wait for and
+release every block, and the ring's argument holds with two or three stages. Unverified until the GPU runs it.
+
 The code
 --------
 
@@ -205,7 +230,8 @@ loads, and calls ``_consumer``, which runs the unmasked then the masked steps (`
 look-ahead loads with ``_issue_load``) and stores O. The step counter j runs on from the first loop into the second,
 so the ring and its barrier phases are shared by both. Gluon inlines every ``@gluon.jit`` helper. With
 PRODUCER_WARP, ``_consumer`` is the default partition and ``_kv_producer`` the worker; with TWO_CONSUMERS
-``_consumer_pair`` forks into ``_consumer`` twice (the default partition and a worker) and ``_kv_producer``.
+``_consumer_pair`` forks into ``_consumer`` twice (the default partition and a worker) and ``_kv_producer``, with
+SPLIT_CONSUMERS reallocating registers among them.
 
 The host side: ``descriptors`` makes the four TMA descriptors with the shared layouts the kernel expects, ``grid``
 the launch grid, ``kernel_args`` every parameter of a call, ``launch_options`` its options (num_warps, and with
@@ -255,6 +281,13 @@ TWO_CONSUMERS_TILES = ((128, 64, 2), (128, 64, 3))
 # and emits no setmaxnreg, and without a maxnreg at launch neither does its warp-specialization lowering.
 TWO_CONSUMERS_REGISTERS = 168
 _NO_REALLOCATION = gl.constexpr(256)
+# SPLIT_CONSUMERS (stage v24, on REGISTER_REALLOC): the three partitions of TWO_CONSUMERS with setmaxnreg, launched
+# with maxnreg 168: each consumer warpgroup gets 240 registers per thread, the producer's 24 (3 x 168 = 240 + 240 +
+# 24); its tiles: 128-row K/V blocks in a ring of two or three (160 or 224 KiB of shared memory at D = 128).
+SPLIT_CONSUMERS_TILES = ((128, 128, 2), (128, 128, 3))
+SPLIT_CONSUMERS_MAXNREG = 168
+SPLIT_CONSUMERS_REGISTERS = (3 * SPLIT_CONSUMERS_MAXNREG - PRODUCER_WARP_NUM_REGS) // 2 // 8 * 8      # 240
+_SPLIT_REGS = gl.constexpr(SPLIT_CONSUMERS_REGISTERS)
 # REGISTER_REALLOC (stage v23, on SOFTMAX_OVERLAP): the two consumer warpgroups as one 8-warp default partition, the
 # producer warp a 1-warp worker (padded to a warpgroup): 12 warps, launched with maxnreg 168 (384 threads x 168 fit
 # the SM's 65536). Triton's lowering then gives the default partition (168 - 24) x 4 / 8 more registers per thread,
@@ -519,7 +552,7 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
                    IS_CAUSAL: gl.constexpr, CONSUMER_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
                    NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, s_layout: gl.constexpr,
                    o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
-                   SOFTMAX_OVERLAP: gl.constexpr = False):
+                   SOFTMAX_OVERLAP: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False):
     """TWO_CONSUMERS: the fork into three partitions, the two consumer warpgroups and the producer warp.
 
     Consumer c (0: the default partition, 1: a 4-warp worker) is ``_consumer`` of a 64-row program whose query block
@@ -597,6 +630,10 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
         n_free0 = N // BLOCK_N
         n_total0 = n_total
         n_free1 = n_free0
+    # SPLIT_CONSUMERS: setmaxnreg, 240 registers per thread for consumer 1 (and, by Triton's rule, consumer 0), 24
+    # for the producer's warpgroup (see "The consumers in their own partitions, with 240 registers"); else none.
+    CONSUMER_REGS: gl.constexpr = _SPLIT_REGS if SPLIT_CONSUMERS else _NO_REALLOCATION
+    PRODUCER_REGS: gl.constexpr = _PRODUCER_REGS if SPLIT_CONSUMERS else _NO_REALLOCATION
     gl.warp_specialize([
         (_consumer, (q_smem.index(0), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
                      v_empty, n_free0, n_total0, off_b, off_h, kv_h, m0, N, qk_scale, IS_CAUSAL, CONSUMER_M,
@@ -608,7 +645,7 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
                      SOFTMAX_OVERLAP, l_smem.index(1))),
         (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b, kv_h,
                         BLOCK_N, NUM_STAGES)),
-    ], [4, 1], [_NO_REALLOCATION, _NO_REALLOCATION])
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
 @gluon.jit
@@ -616,7 +653,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                     NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False,
                     TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False,
-                    REGISTER_REALLOC: gl.constexpr = False):
+                    REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -631,6 +668,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     REGISTER_REALLOC (with SOFTMAX_OVERLAP): the two consumer warpgroups are one 8-warp default partition; q_desc's
     and o_desc's block is [1, 1, 128, HEAD_DIM] (``descriptors(..., two_consumers=False)``); launched with
     ``launch_options(128, BLOCK_N, HEAD_DIM, True, True, True)``: num_warps=8 and maxnreg 168.
+    SPLIT_CONSUMERS (with REGISTER_REALLOC): the two consumers in their own partitions again, as with TWO_CONSUMERS
+    (64-row q_desc and o_desc blocks), with setmaxnreg; launched with ``launch_options(128, 128, HEAD_DIM, True,
+    True, True, True)``: num_warps=4 and maxnreg 168.
     """
     dtype: gl.constexpr = q_desc.dtype
 
@@ -644,7 +684,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # The register layouts: the two products' accumulators (one warpgroup, warps stacked along the rows), P as the
     # A operand of the second, and the per-row statistics.
     # REGISTER_REALLOC: two warpgroups in one partition, stacked along the rows (warpgroup w: rows 64 w .. 64 w + 63).
-    WARPS: gl.constexpr = 8 if REGISTER_REALLOC else 4
+    # SPLIT_CONSUMERS: each warpgroup in its own partition again (one warpgroup per layout, as before v23).
+    ONE_PARTITION: gl.constexpr = REGISTER_REALLOC and not SPLIT_CONSUMERS
+    WARPS: gl.constexpr = 8 if ONE_PARTITION else 4
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1],
@@ -660,13 +702,15 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # TWO_CONSUMERS: each consumer warpgroup holds CONSUMER_M = BLOCK_M // 2 of the program's rows, and the rule is
     # its tiles'.
     # REGISTER_REALLOC: both consumers in one partition (PAIR off), which covers the program's BLOCK_M rows.
-    PAIR: gl.constexpr = TWO_CONSUMERS and not REGISTER_REALLOC
+    # SPLIT_CONSUMERS: two partitions again (PAIR on).
+    PAIR: gl.constexpr = TWO_CONSUMERS and not ONE_PARTITION
     CONSUMER_M: gl.constexpr = BLOCK_M // 2 if PAIR else BLOCK_M
     PV_IN_FLIGHT: gl.constexpr = CONSUMER_M * (HEAD_DIM + BLOCK_N + BLOCK_N // 2) <= 192 * 128
 
     gl.static_assert(TWO_CONSUMERS or not SOFTMAX_OVERLAP, "SOFTMAX_OVERLAP is built on TWO_CONSUMERS")
     gl.static_assert(SOFTMAX_OVERLAP or not REGISTER_REALLOC, "REGISTER_REALLOC is built on SOFTMAX_OVERLAP")
     gl.static_assert(BLOCK_M == 128 or not REGISTER_REALLOC, "REGISTER_REALLOC: a 128-row Q tile, two warpgroups")
+    gl.static_assert(REGISTER_REALLOC or not SPLIT_CONSUMERS, "SPLIT_CONSUMERS is built on REGISTER_REALLOC")
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
     if PAIR:
@@ -734,7 +778,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
         mbarrier.expect(q_bar, q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
     if PRODUCER_WARP:
-        if REGISTER_REALLOC:
+        if ONE_PARTITION:
             # One consumer partition of two warpgroups (8 warps, the default) and the producer warp: the MMAs are all
             # in the default partition, whose setmaxnreg (240) ptxas honours (see "Register reallocation").
             gl.warp_specialize([
@@ -749,7 +793,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
             _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
                            l_smem, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                            HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout,
-                           SOFTMAX_OVERLAP)
+                           SOFTMAX_OVERLAP, SPLIT_CONSUMERS)
         else:
             gl.warp_specialize([
                 (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
@@ -786,7 +830,8 @@ def _gl_dtype(torch_dtype):
 def descriptors(q, k, v, out, block_m: int, block_n: int, two_consumers: bool = False) -> tuple:
     """Host TMA descriptors (Gluon's TensorDescriptor) of q, k, v and out, whole 4-D (B, heads, N, D) tensors; a
     block is one (batch, head)'s block_m rows of q and out, or block_n rows of k and v; with two_consumers (the
-    kernel's TWO_CONSUMERS in two partitions, without REGISTER_REALLOC: ``splits_q``) block_m // 2 rows of q and
+    kernel's TWO_CONSUMERS in two partitions, without REGISTER_REALLOC or with SPLIT_CONSUMERS: ``splits_q``)
+    block_m // 2 rows of q and
     out, one consumer's. A dimension of size 1 is never stepped
     over: it gets a stride that TMA accepts (D elements), as in kernels.launcher.host_descriptors."""
     D = q.shape[-1]
@@ -800,10 +845,11 @@ def descriptors(q, k, v, out, block_m: int, block_n: int, two_consumers: bool = 
                  for t, rows in ((q, q_rows), (k, block_n), (v, block_n), (out, q_rows)))
 
 
-def splits_q(two_consumers: bool, register_realloc: bool) -> bool:
+def splits_q(two_consumers: bool, register_realloc: bool, split_consumers: bool = False) -> bool:
     """Whether each consumer warpgroup has its own Q (and O) tile and descriptor block (block_m // 2 rows): with
-    TWO_CONSUMERS in two partitions, not with REGISTER_REALLOC, whose one partition loads and stores all block_m."""
-    return two_consumers and not register_realloc
+    TWO_CONSUMERS in two partitions, not with REGISTER_REALLOC, whose one partition loads and stores all block_m,
+    unless SPLIT_CONSUMERS makes them two partitions again."""
+    return two_consumers and (split_consumers or not register_realloc)
 
 
 def grid(B: int, H: int, N: int, block_m: int) -> tuple:
@@ -814,7 +860,8 @@ def grid(B: int, H: int, N: int, block_m: int) -> tuple:
 
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
                 sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
-                softmax_overlap: bool = False, register_realloc: bool = False) -> dict:
+                softmax_overlap: bool = False, register_realloc: bool = False,
+                split_consumers: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -827,16 +874,20 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if register_realloc and not softmax_overlap:
         raise ValueError("register_realloc (the Gluon kernel's REGISTER_REALLOC) needs softmax_overlap: it puts that "
                          "kernel's two consumer warpgroups into one partition")
+    if split_consumers and not register_realloc:
+        raise ValueError("split_consumers (the Gluon kernel's SPLIT_CONSUMERS) needs register_realloc: it gives that "
+                         "kernel's two consumer warpgroups their own partitions again, keeping its registers")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
     q_desc, k_desc, v_desc, o_desc = descriptors(q, k, v, out, block_m, block_n,
-                                                 splits_q(two_consumers, register_realloc))
+                                                 splits_q(two_consumers, register_realloc, split_consumers))
     return dict(q_desc=q_desc, k_desc=k_desc, v_desc=v_desc, o_desc=o_desc, qk_scale=float(sm_scale) * LOG2E,
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
                 IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
-                SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc))
+                SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
+                SPLIT_CONSUMERS=bool(split_consumers))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -879,8 +930,17 @@ def register_realloc_tile(D: int, N: int | None = None) -> tuple:
     return (128, 128, REGISTER_REALLOC_WARPS, 2)
 
 
+def split_consumers_tile(D: int, N: int | None = None) -> tuple:
+    """The tile (block_m, block_n, num_warps, num_stages) that SPLIT_CONSUMERS runs at: 128x128 with two stages,
+    4 warps (consumer 0's partition, the default), at every D and N."""
+    if D not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
+    return (128, 128, NUM_WARPS, 2)
+
+
 def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: bool = False,
-                   two_consumers: bool = False, register_realloc: bool = False) -> dict:
+                   two_consumers: bool = False, register_realloc: bool = False,
+                   split_consumers: bool = False) -> dict:
     """The launch (and compile) options of `_gluon_attn_fwd` for this tile: num_warps=4 (the warpgroup; with
     PRODUCER_WARP the default partition, to which the compiler adds the producer warp's warpgroup: 8 warps, 256
     threads; with TWO_CONSUMERS consumer 0, to which it adds consumer 1's warpgroup and the producer's: 12 warps,
@@ -890,7 +950,10 @@ def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: boo
     lowering would reallocate registers around its partitions' dispatch loop (the workers waiting in it at 120),
     and ptxas would then serialize every warpgroup MMA of the consumer in the worker partition (see
     TWO_CONSUMERS_REGISTERS and the module's docstring). With REGISTER_REALLOC num_warps=8 (the two consumer
-    warpgroups' partition) and maxnreg 168 (REGISTER_REALLOC_MAXNREG)."""
+    warpgroups' partition) and maxnreg 168 (REGISTER_REALLOC_MAXNREG); with SPLIT_CONSUMERS too num_warps=4 (consumer
+    0's partition) and maxnreg 168 (SPLIT_CONSUMERS_MAXNREG), which setmaxnreg shares out as 240, 240 and 24."""
+    if split_consumers:
+        return {"num_warps": NUM_WARPS, "maxnreg": SPLIT_CONSUMERS_MAXNREG}
     if register_realloc:
         return {"num_warps": REGISTER_REALLOC_WARPS, "maxnreg": REGISTER_REALLOC_MAXNREG}
     opts = {"num_warps": NUM_WARPS}
@@ -924,7 +987,8 @@ def specialize(kwargs: dict) -> tuple:
 
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
                 num_stages: int = 3, num_warps: int | None = None, producer_warp: bool = False,
-                two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False):
+                two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
+                split_consumers: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -940,33 +1004,43 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     B, H, H_kv, N, D = shape
     dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
     if num_warps is None:
-        num_warps = REGISTER_REALLOC_WARPS if register_realloc else NUM_WARPS
+        num_warps = REGISTER_REALLOC_WARPS if register_realloc and not split_consumers else NUM_WARPS
     check_config(D, dt, block_m, block_n, num_stages, num_warps, two_consumers=two_consumers,
-                 register_realloc=register_realloc)
+                 register_realloc=register_realloc, split_consumers=split_consumers)
     # Tensors on the meta device: no memory, and an address of 0, which is 16-byte aligned like a real one.
     q = torch.empty((B, H, N, D), dtype=dt, device="meta")
     k = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
-                         register_realloc=register_realloc)
+                         register_realloc=register_realloc, split_consumers=split_consumers)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
                           # no num_stages: Gluon does no pipelining of its own
-                          options=launch_options(block_m, block_n, D, producer_warp, two_consumers, register_realloc))
+                          options=launch_options(block_m, block_n, D, producer_warp, two_consumers, register_realloc,
+                                                 split_consumers))
 
 
 def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS,
-                 two_consumers: bool = False, register_realloc: bool = False) -> None:
+                 two_consumers: bool = False, register_realloc: bool = False, split_consumers: bool = False) -> None:
     """Raise ValueError for a head dim, dtype or tile the kernel does not support (with two_consumers: that the
     TWO_CONSUMERS kernel does not take, ``TWO_CONSUMERS_TILES``; with register_realloc, REGISTER_REALLOC_TILES and 8
-    warps)."""
+    warps; with split_consumers, SPLIT_CONSUMERS_TILES and 4 warps)."""
     import torch
     if dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"the Gluon kernel takes float16 or bfloat16, got {dtype}")
     if D not in SUPPORTED_HEAD_DIMS:
         raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
+    if split_consumers:
+        if num_warps != NUM_WARPS:
+            raise ValueError(f"the Gluon kernel with its consumer warpgroups split into partitions runs one warpgroup "
+                             f"per partition (num_warps={NUM_WARPS}), got num_warps={num_warps}")
+        if (block_m, block_n, num_stages) not in SPLIT_CONSUMERS_TILES:
+            raise ValueError(f"the Gluon kernel with its consumer warpgroups split into partitions takes the tiles "
+                             f"(block_m, block_n, num_stages) {list(SPLIT_CONSUMERS_TILES)}; got {block_m}x{block_n} "
+                             f"with {num_stages} stages")
+        return
     if register_realloc:
         if num_warps != REGISTER_REALLOC_WARPS:
             raise ValueError(f"the Gluon kernel with register reallocation runs its two consumer warpgroups as one "
@@ -996,7 +1070,8 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
 
 def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int | None = None,
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
-            two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False):
+            two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
+            split_consumers: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1005,20 +1080,21 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    register_realloc = register_realloc or split_consumers
     softmax_overlap = softmax_overlap or register_realloc
     two_consumers = two_consumers or softmax_overlap
     producer_warp = producer_warp or two_consumers
-    default = (register_realloc_tile(D, N) if register_realloc else two_consumers_tile(D, N) if two_consumers
-               else (64, 64, NUM_WARPS, 3))
+    default = (split_consumers_tile(D, N) if split_consumers else register_realloc_tile(D, N) if register_realloc
+               else two_consumers_tile(D, N) if two_consumers else (64, 64, NUM_WARPS, 3))
     block_m = default[0] if block_m is None else block_m
     block_n = default[1] if block_n is None else block_n
     num_stages = default[3] if num_stages is None else num_stages
-    opts = launch_options(block_m, block_n, D, producer_warp, two_consumers, register_realloc)
+    opts = launch_options(block_m, block_n, D, producer_warp, two_consumers, register_realloc, split_consumers)
     check_config(D, q.dtype, block_m, block_n, num_stages, opts["num_warps"], two_consumers=two_consumers,
-                 register_realloc=register_realloc)
+                 register_realloc=register_realloc, split_consumers=split_consumers)
     if out is None:
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
-                       softmax_overlap, register_realloc)
+                       softmax_overlap, register_realloc, split_consumers)
     _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **opts)
     return out

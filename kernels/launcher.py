@@ -114,7 +114,7 @@ class Launch:
             return {"num_stages": self.tile.num_stages,
                     **launch_options(self.tile.block_m, self.tile.block_n, self.kwargs["HEAD_DIM"],
                                      bool(self.kwargs["PRODUCER_WARP"]), bool(self.kwargs["TWO_CONSUMERS"]),
-                                     bool(self.kwargs["REGISTER_REALLOC"]))}
+                                     bool(self.kwargs["REGISTER_REALLOC"]), bool(self.kwargs["SPLIT_CONSUMERS"]))}
         cap = register_cap(self.switches, self.tile)
         return {"num_warps": self.tile.num_warps, "num_stages": self.tile.num_stages,
                 **({"maxnreg": cap} if cap else {})}
@@ -210,9 +210,11 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
     inputs.check_gluon_device(label, q)
     from . import gluon_fwd
     two_consumers, register_realloc = "two_consumers" in switches, "register_realloc" in switches
+    split_consumers = "split_consumers" in switches
     try:
         gluon_fwd.check_config(q.shape[-1], q.dtype, t.block_m, t.block_n, t.num_stages, t.num_warps,
-                               two_consumers=two_consumers, register_realloc=register_realloc)
+                               two_consumers=two_consumers, register_realloc=register_realloc,
+                               split_consumers=split_consumers)
     except ValueError as err:       # a refusal, as Triton's of a tile: the caller chooses another stage or tile
         raise TileNotSupportedError(f"{label}: {err}; use a Triton stage (e.g. v13) for this call") from None
     B, H, N, _ = q.shape
@@ -222,7 +224,8 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                          f"split the sequence, or use a larger block_m")
     kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale,
                                    producer_warp="producer_warp" in switches, two_consumers=two_consumers,
-                                   softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc)
+                                   softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc,
+                                   split_consumers=split_consumers)
     return Launch(label, switches, t, grid, kwargs)
 
 
@@ -348,7 +351,8 @@ class _Plan:
         if self.gluon:
             from .gluon_fwd import descriptors, splits_q
             return descriptors(q, k, v, out, self.tile.block_m, self.tile.block_n,
-                               splits_q("two_consumers" in self.switches, "register_realloc" in self.switches))
+                               splits_q("two_consumers" in self.switches, "register_realloc" in self.switches,
+                                        "split_consumers" in self.switches))
         return host_descriptors(q, k, v, out, self.tile) if self.host_desc else (q, k, v, out)
 
     def kernel_args(self, q, k, v, out) -> dict:

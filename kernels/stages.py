@@ -190,6 +190,14 @@ GLUON: Mapping[str, Switch] = {
                "halves the steps, barriers and row reductions per key and the re-reads of Q from shared memory; the "
                "two warpgroups now step together (each wait and release behind a 256-thread barrier)",
                "REGISTER_REALLOC", requires=("softmax_overlap",)),
+        Switch("split_consumers", "v24",
+               "the two consumer warpgroups in their own partitions again, keeping v23's registers and 128-row K/V "
+               "blocks: with the overlap's in-step wait for P V, ptxas keeps a worker partition's warpgroup MMAs "
+               "asynchronous under setmaxnreg (240 registers per consumer thread, 24 for the producer; v23's premise "
+               "had been checked on v21's schedule only), so each consumer's CTA barriers are 128-thread ones again "
+               "and the two warpgroups no longer step together; 64-row Q tiles per consumer, a 128x128 program tile "
+               "in a ring of two",
+               "SPLIT_CONSUMERS", requires=("register_realloc",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}
@@ -208,6 +216,9 @@ TWO_CONSUMERS_TILE = Tile(128, 64, 4, 3)
 # 12 in the compiled kernel); kernels.gluon_fwd takes it, 128x128 with three stages and 128x64 with three
 # (register_realloc_tile, REGISTER_REALLOC_TILES)
 REGISTER_REALLOC_TILE = Tile(128, 128, 8, 2)
+# split_consumers (Gluon): v23's tile with 4 warps, the default partition's (consumer 0; 12 in the compiled kernel);
+# kernels.gluon_fwd takes it and 128x128 with three stages (split_consumers_tile, SPLIT_CONSUMERS_TILES)
+SPLIT_CONSUMERS_TILE = Tile(128, 128, 4, 2)
 REGISTERS_PER_SM = ARCHS[90].registers_per_sm                     # the H200's, from kernels.gpus
 REGISTER_ALLOCATION_UNIT = ARCHS[90].register_alloc_unit // 32     # per thread (the allocation is per warp)
 
@@ -225,7 +236,8 @@ def head_group_size(N: int, D: int, element_bytes: int, group: int, heads: int, 
 
 
 # Gluon switches that set a variant's tile at every N (D <= 128), whatever tuned_tiles says: the kernel takes no other.
-GLUON_TILES = {"register_realloc": REGISTER_REALLOC_TILE, "two_consumers": TWO_CONSUMERS_TILE}  # the first on wins
+GLUON_TILES = {"split_consumers": SPLIT_CONSUMERS_TILE, "register_realloc": REGISTER_REALLOC_TILE,
+               "two_consumers": TWO_CONSUMERS_TILE}  # the first on wins
 
 
 # Switches that set a variant's tile at every N (D <= 128; the first on wins) and how many programs of it share an SM:

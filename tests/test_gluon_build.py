@@ -87,6 +87,16 @@ REALLOC_CONFIGS = {
     "rr-128x128s2-N1": ((1, 1, 1, 1, 64), "bfloat16", False, 128, 128, 2),
 }
 REALLOC_LOOPED = [name for name in REALLOC_CONFIGS if REALLOC_CONFIGS[name][0][3] > 1]
+# The kernel with SPLIT_CONSUMERS (stage v24, on REGISTER_REALLOC): name -> (shape, dtype, causal, block_m, block_n,
+# num_stages) at its tiles (kernels.gluon_fwd.SPLIT_CONSUMERS_TILES), both head dims and dtypes, ragged N and N = 1.
+SPLIT_CONFIGS = {
+    "sc-128x128s2": (HEADLINE, "float16", True, 128, 128, 2),
+    "sc-128x128s3": (HEADLINE, "float16", True, 128, 128, 3),
+    "sc-128x128s2-bf16-noncausal-D64": ((2, 16, 8, 1024, 64), "bfloat16", False, 128, 128, 2),
+    "sc-128x128s2-ragged": ((1, 4, 4, 1000, 128), "float16", True, 128, 128, 2),
+    "sc-128x128s2-N1": ((1, 1, 1, 1, 64), "bfloat16", False, 128, 128, 2),
+}
+SPLIT_LOOPED = [name for name in SPLIT_CONFIGS if SPLIT_CONFIGS[name][0][3] > 1]
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
 # kernel must be that one, instruction for instruction.
 VERIFIED_PREFIX = "verified:"
@@ -97,7 +107,7 @@ _COMPILE = textwrap.dedent("""
     from kernels.build import NVIDIA_BIN
     from kernels.gluon_fwd import compile_for
     configs, out = json.loads(sys.argv[1]), Path(sys.argv[2])
-    for name, (shape, dtype, causal, bm, bn, stages, producer, two, overlap, source, *realloc) in configs.items():
+    for name, (shape, dtype, causal, bm, bn, stages, producer, two, overlap, source, *later) in configs.items():
         if source:          # another version of kernels/gluon_fwd.py, as a module of its own
             spec = importlib.util.spec_from_file_location("gluon_fwd_" + Path(source).parent.name, source)
             module = importlib.util.module_from_spec(spec)
@@ -105,7 +115,8 @@ _COMPILE = textwrap.dedent("""
             k = module.compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer)
         else:
             k = compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer,
-                            two_consumers=two, softmax_overlap=overlap, register_realloc=bool(realloc and realloc[0]))
+                            two_consumers=two, softmax_overlap=overlap, register_realloc=bool(later and later[0]),
+                            split_consumers=bool(later[1:] and later[1]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -159,7 +170,8 @@ def built(tmp_path_factory):
                **{name: [*c[:6], True, False, False, ""] for name, c in PRODUCER_CONFIGS.items()},
                **{name: [*c[:6], True, True, False, ""] for name, c in TWO_CONSUMER_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, ""] for name, c in OVERLAP_CONFIGS.items()},
-               **{name: [*c[:6], True, True, True, "", True] for name, c in REALLOC_CONFIGS.items()}}
+               **{name: [*c[:6], True, True, True, "", True] for name, c in REALLOC_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True] for name, c in SPLIT_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
@@ -600,17 +612,17 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 9 and attrs       # the nine constexprs; N, H divisible by 16
+    assert len(constexprs) == 10 and attrs      # the ten constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
     assert signature["k_desc"] == signature["v_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
     assert signature["qk_scale"] == "fp32" and signature["H"] == signature["N"] == "i32"
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
-                                   "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC"]
+                                   "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC", "SPLIT_CONSUMERS"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
-    assert args["SOFTMAX_OVERLAP"] is False
+    assert args["SOFTMAX_OVERLAP"] is False and args["SPLIT_CONSUMERS"] is False
     assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, producer_warp=True)["PRODUCER_WARP"]
     two = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True, two_consumers=True)
     assert two["TWO_CONSUMERS"] and two["PRODUCER_WARP"] and two["BLOCK_M"] == 128
@@ -822,3 +834,83 @@ def test_register_realloc_needs_softmax_overlap_and_takes_its_tiles_only():
         check_config(128, torch.float16, 64, 64, 3, 8, two_consumers=True, register_realloc=True)
     with pytest.raises(ValueError, match="num_warps=8"):
         check_config(128, torch.float16, 128, 128, 2, 4, two_consumers=True, register_realloc=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SPLIT_CONSUMERS (stage v24): the two consumers in their own partitions again, with v23's registers and K/V blocks
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", SPLIT_CONFIGS)
+def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_serialized_mmas(built, name):
+    """168 registers per thread at launch (12 warps, one program per SM), three partitions (consumer 0 the default,
+    a 4-warp consumer 1 and the 1-warp producer), setmaxnreg raising consumer 1 to 240 and lowering the producer's
+    warpgroup to 24, no spills, and no serialized warpgroup MMA although consumer 1's MMAs are in a worker partition
+    (v23's premise was that they would be)."""
+    from kernels.gluon_fwd import SPLIT_CONSUMERS_MAXNREG, SPLIT_CONSUMERS_REGISTERS
+    m = built[name]
+    assert m["registers"] == SPLIT_CONSUMERS_MAXNREG and m["num_warps"] == 12
+    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0
+    assert "0 bytes spill stores, 0 bytes spill loads" in m["ptxas"]
+    assert "serialized" not in m["ptxas"] and "C7512" not in m["ptxas"], m["ptxas"]
+    ttgir = m["ttgir"]
+    assert ttgir.count("ttg.warp_specialize(") == 1
+    assert re.search(r"partition0\(.*\) num_warps\(4\)", ttgir) and re.search(r"partition1\(.*\) num_warps\(1\)", ttgir)
+    regs = set(re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+);", m["ptx"]))
+    assert SPLIT_CONSUMERS_REGISTERS == 240
+    assert ("inc", "240") in regs and ("dec", "24") in regs, regs
+    assert "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0" in m["sass"]
+    assert m["shared"] <= 232448        # the H200's shared memory per block (opt-in)
+
+
+@pytest.mark.parametrize("name", SPLIT_LOOPED)
+def test_split_consumers_kv_loops(built, name):
+    """Four KV loops (each consumer's unmasked and masked), each step per consumer as v23's: q k^T of block j (D/16
+    HGMMA 64x128), P V of block j - 1 (8 HGMMA 64 x D), the wait for the scores alone and all 66 exponentials of the
+    step before the wait for P V; the CTA barriers in the loops are 128-thread ones (one warpgroup), not v23's 256."""
+    shape, _, _, _, bn, _ = SPLIT_CONFIGS[name]
+    D = shape[4]
+    loops = kv_loops(built[name]["sass"])
+    assert len(loops) == 4
+    for body in loops:
+        assert_overlapped_step(body, name, D, bn)
+        bars = [t for t in body if t.startswith("BAR.SYNC")]
+        assert bars and all(t.endswith("0x80") for t in bars), bars
+
+
+@pytest.mark.parametrize("name", SPLIT_CONFIGS)
+def test_split_consumers_load_q_in_halves_and_release_each_buffer_twice(built, name):
+    """As v21 and v22: Q arrives as two 64-row TMA copies and O leaves by two stores, one per consumer; each ring
+    buffer's "empty" barrier counts two releases (one per consumer); each consumer's barriers have their own id."""
+    shape, _, _, _, bn, stages = SPLIT_CONFIGS[name]
+    D = shape[4]
+    m = built[name]
+    counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
+    assert sorted(counts) == sorted(["1"] * (1 + 2 * stages) + ["2"] * (2 * stages))
+    assert m["mix"]["UTMALDG"] == 2 + 2 * (D // 64) and m["mix"]["UTMASTG"] == 2
+    ids = set(re.findall(r"\bbar\.sync\s+(\d+), (\d+);", m["ptx"]))
+    assert {n for _, n in ids} == {"128"} and len({i for i, _ in ids}) == 2
+    tiles = 2 * (128 * D + 2 * stages * bn * D)
+    assert tiles <= m["shared"] <= tiles + 1024
+
+
+def test_split_consumers_need_register_realloc_and_take_their_tiles_only():
+    from kernels.gluon_fwd import SPLIT_CONSUMERS_TILES, check_config, kernel_args, launch_options
+    q = torch.empty((1, 2, 128, 64), dtype=torch.float16, device="meta")
+    k = torch.empty((1, 1, 128, 64), dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="split_consumers .* needs register_realloc"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True, two_consumers=True,
+                    softmax_overlap=True, split_consumers=True)
+    args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True,
+                       two_consumers=True, softmax_overlap=True, register_realloc=True, split_consumers=True)
+    assert args["SPLIT_CONSUMERS"] and args["q_desc"].block_shape == [1, 1, 64, 64]
+    assert args["o_desc"].block_shape == [1, 1, 64, 64] and args["k_desc"].block_shape == [1, 1, 128, 64]
+    assert launch_options(128, 128, 64, True, True, True, True) == {"num_warps": 4, "maxnreg": 168}
+    for bm, bn, st in SPLIT_CONSUMERS_TILES:
+        check_config(64, torch.float16, bm, bn, st, 4, two_consumers=True, register_realloc=True,
+                     split_consumers=True)
+    with pytest.raises(ValueError, match="split into partitions takes the tiles"):
+        check_config(128, torch.float16, 128, 64, 3, 4, two_consumers=True, register_realloc=True,
+                     split_consumers=True)
+    with pytest.raises(ValueError, match="num_warps=4"):
+        check_config(128, torch.float16, 128, 128, 2, 8, two_consumers=True, register_realloc=True,
+                     split_consumers=True)

@@ -1,4 +1,6 @@
 """The stage registry: each stage is the one before plus exactly one switch, and ablations derive from it."""
+import dataclasses
+
 import pytest
 
 from kernels import STAGES, SWITCHES, add_one_in, leave_one_out, variant_name
@@ -24,11 +26,16 @@ def test_stages_are_cumulative_one_switch_at_a_time():
 
 
 def test_article_tile_is_the_default_until_the_hopper_tile():
-    from kernels.stages import (HOPPER_TILE, OUR_STAGES, REGISTER_REALLOC_TILE, THREE_PER_SM_TILE, TWO_CONSUMERS_TILE,
-                                TWO_WARPGROUPS_TILE, default_tile)
+    from kernels.stages import (HOPPER_TILE, OUR_STAGES, REGISTER_REALLOC_TILE, SPLIT_CONSUMERS_TILE, THREE_PER_SM_TILE,
+                                TWO_CONSUMERS_TILE, TWO_WARPGROUPS_TILE, default_tile)
     for name, st in STAGES.items():
         assert st.change
-        if "register_realloc" in st.switches:     # its own tile at every N, over two_consumers' (D <= 128)
+        if "split_consumers" in st.switches:     # register_realloc's tile with 4 warps (a warpgroup per partition)
+            assert st.tile == SPLIT_CONSUMERS_TILE == default_tile(st.switches, 128, 1024)
+            assert default_tile(st.switches, 128, 16384) == default_tile(st.switches, 64, 4096) == SPLIT_CONSUMERS_TILE
+            assert dataclasses.replace(SPLIT_CONSUMERS_TILE, num_warps=8) == REGISTER_REALLOC_TILE
+            assert SPLIT_CONSUMERS_TILE.num_warps == 4
+        elif "register_realloc" in st.switches:     # its own tile at every N, over two_consumers' (D <= 128)
             assert st.tile == REGISTER_REALLOC_TILE == default_tile(st.switches, 128, 1024)
             assert default_tile(st.switches, 128, 16384) == default_tile(st.switches, 64, 4096) == REGISTER_REALLOC_TILE
             assert REGISTER_REALLOC_TILE.block_m == REGISTER_REALLOC_TILE.block_n == 128
