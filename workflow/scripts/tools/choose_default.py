@@ -47,7 +47,8 @@ def choose(leader: Path, correctness: Path, arch: int, gluon_leader: Path | None
     return pd.DataFrame([dict(arch=arch, stage=row.stage, x_cudnn=round(float(row.geomean_x_cudnn), 4),
                               points=int(row.points), runs=int(row.runs),
                               verified_cases=int((cases.status == "ok").sum()), fallback=fallback,
-                              basis=f"{which}; ok in the GPU grids of {cases.run.nunique()} runs")],
+                              basis=f"{which}; ok in the GPU grid{'s' if cases.run.nunique() > 1 else ''} of "
+                                    f"{cases.run.nunique()} run{'s' if cases.run.nunique() > 1 else ''}")],
                         columns=COLUMNS)
 
 

@@ -38,6 +38,7 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     v.macro("GluonLastMeasured", last_measured(p))
     v.macro("GluonLastMeasuredRuns", listing(sorted(set(p[p.variant == last_measured(p)].run), key=run_number)))
     v.macro("GluonLast", GLUON_STAGES[-1])
+    v.macro("GluonLastRun", max(set(g.run), key=run_number))     # the newest run that timed a Gluon stage
     ratio = g.groupby(["variant", "dtype", "N"]).x_cudnn.median()
     for (st, dt, n), x in ratio.items():
         if dt == "float16":         # the text quotes float16's; bfloat16's are in the fastest per N (gbest)
@@ -68,7 +69,7 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     for st in GLUON_STAGES[1:]:
         prev = previous_stage(st)
         for dt in DTYPES:
-            for n in (1024, int(p.N.max())):
+            for n in (1024, 4096, int(p.N.max())):
                 # the change within each run that timed both, then the median over those runs
                 both = [r for r in runs if (r, st, dt, n) in by_run and (r, prev, dt, n) in by_run]
                 if both:
