@@ -174,7 +174,8 @@ GLUON: Mapping[str, Switch] = {
                "two consumer warpgroups (FlashAttention-3's second feature): a program owns 128 query rows, 64 per "
                "consumer warpgroup, and the producer warp loads each K/V block (64 rows, a ring of three) once for "
                "both, whose releases it waits for; grid (B*H, cdiv(N, 128)), 12 warps and one program per SM, no "
-               "register reallocation (with it ptxas serializes the warpgroup MMAs)",
+               "register reallocation (with it ptxas serializes this schedule's warpgroup MMAs, whose P V product "
+               "stays in flight into the next step)",
                "TWO_CONSUMERS", requires=("producer_warp",)),
         Switch("softmax_overlap", "v22",
                "the intra-warpgroup overlap (FlashAttention-3's third feature): each consumer warpgroup issues the "
@@ -186,7 +187,8 @@ GLUON: Mapping[str, Switch] = {
                "register reallocation for the two consumers (FlashAttention-3's, which v21 gave up): the two consumer "
                "warpgroups become one 8-warp partition, so that every warpgroup MMA is outside the workers' dispatch "
                "loop and setmaxnreg gives the consumers 240 registers per thread (the producer 24) without ptxas "
-               "serializing the MMAs; with them the K/V blocks have 128 rows (128x128 tile, a ring of two), which "
+               "serializing the MMAs (the premise, checked on v21's schedule only, that in a worker partition it "
+               "would: v24 shows it does not on v22's); with them the K/V blocks have 128 rows (128x128 tile, a ring of two), which "
                "halves the steps, barriers and row reductions per key and the re-reads of Q from shared memory; the "
                "two warpgroups now step together (each wait and release behind a 256-thread barrier)",
                "REGISTER_REALLOC", requires=("softmax_overlap",)),

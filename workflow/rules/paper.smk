@@ -46,6 +46,7 @@ TABLES = {
     "slips": dict(slips=rules.claims.output.slips),
     "environment": dict(environment=rules.aggregate.output.environment),
     "crosscheck": dict(crosscheck=rules.aggregate.output.crosscheck, timer_check=rules.aggregate.output.timer_check),
+    "crosscheck_n": dict(crosscheck=rules.aggregate.output.crosscheck, timer_check=rules.aggregate.output.timer_check),
     "launch_cost": dict(launch_cost=rules.aggregate.output.launch_cost),
     "step_times": dict(step_times=rules.step_times.output[0]),
     "ours": dict(ours_stages=rules.ours.output.stages, predictions=rules.predictions.output[0],

@@ -4,8 +4,9 @@
 - claims.tex: each claim's components, the article's figure, ours, the verdict by the rules of claims.py;
 - slips.tex: the article's printed percentages that its own absolute figures do not give;
 - environment.tex: the GPU, driver, versions and clocks of every run;
-- crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry (and its N), with the host-sleep
-  check;
+- crosscheck.tex: the kernel timer beside Nsight Compute's duration for every profiled entry at the headline (N = 1024),
+  with the host-sleep check;
+- crosscheck_n.tex: the same for every profiled entry at each other N;
 - launch_cost.tex: host time per call, event-timed call and kernel time of each stage and PyTorch backend;
 - step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files);
 - ours.tex: the article's last stage and ours beyond it at the headline: the switch, time, percent of cuDNN and of
@@ -227,9 +228,11 @@ def entry_label(variant: str, block_m, block_n, num_warps, num_stages) -> str:
     return tex_escape(variant) + ("" if ours == ARTICLE_TILE else f" ({tile})")
 
 
-def crosscheck_table(crosscheck: Path, timer_check: Path, out: Path) -> None:
+def crosscheck_table(crosscheck: Path, timer_check: Path, out: Path, headline: bool = True) -> None:
+    """The headline's entries (N = 1024, headline=True) or those of every other N: one table of all of them no
+    longer fits a page."""
     cc = pd.read_csv(crosscheck)
-    cc = cc[cc.timed]
+    cc = cc[cc.timed & ((cc.N == HEADLINE["N"]) == headline)]
     tc = pd.read_csv(timer_check)
     longest = tc.sleep_us.max()
     slept = tc[tc.sleep_us == longest].groupby("key")[["kernel_change_pct", "event_change_pct"]]
@@ -328,6 +331,7 @@ TABLES = {
     "slips": lambda i, out: slips_table(i.slips, out),
     "environment": lambda i, out: environment_table(i.environment, out),
     "crosscheck": lambda i, out: crosscheck_table(i.crosscheck, i.timer_check, out),
+    "crosscheck_n": lambda i, out: crosscheck_table(i.crosscheck, i.timer_check, out, headline=False),
     "launch_cost": lambda i, out: launch_cost_table(i.launch_cost, out),
     "step_times": lambda i, out: step_times_table(i.step_times, out),
     "ours": lambda i, out: ours_table(i.ours_stages, i.predictions, i.build, out),

@@ -18,9 +18,16 @@ fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4.6))
 left.axhspan(-bound, bound, color="0.9", label=f"bound $\\pm${bound:g}%")
 left.axhline(0, color="0.5", lw=0.8)
 cc["kind"] = np.where(cc.impl == "triton", "Triton (ours)", "PyTorch")
-sns.scatterplot(data=cc, x="ncu_us", y="diff_pct", hue="kind", style="run", ax=left, s=30)
+# one marker per run (seaborn's default set repeats after ten; the newest runs, with the clocks, get the most
+# distinct shapes), and every entry inside the axis
+MARKERS = ["o", "s", "D", "^", "v", "<", ">", "P", "X", "*", "d", "p", "h", "8", "H"]
+runs = sorted(cc.run.unique(), key=lambda r: int(r.split("-")[1]))
+newest_first = runs[::-1]
+sns.scatterplot(data=cc, x="ncu_us", y="diff_pct", hue="kind", style="run", style_order=runs,
+                markers={r: MARKERS[i % len(MARKERS)] for i, r in enumerate(newest_first)}, ax=left, s=30)
+reach = max(1.6 * bound, 1.1 * float(cc.diff_pct.abs().max()))
 left.set(xscale="log", xlabel="Nsight Compute gpu__time_duration (µs, median of launches)",
-         ylabel="kernel timer - Nsight (%)", ylim=(-1.6 * bound, 1.6 * bound), title="Timer against Nsight Compute")
+         ylabel="kernel timer - Nsight (%)", ylim=(-reach, reach), title="Timer against Nsight Compute")
 left.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.18))
 
 tc["entry"] = tc.variant + np.where(tc.impl == "triton", " " + tc.block_m.fillna(0).astype(int).astype(str) + "x"

@@ -71,7 +71,9 @@ def values(seal_file: Path, grid_seal: Path, correctness: Path, grid_env: Path, 
     v.macro("GluonSecondRefused", n2["refused"])
     v.macro("GluonSecondSwitch", added_switch(1))
     later = [(s, counts(c, s)) for s in GLUON_STAGES[2:]]
-    checked = [f"{s} right in {n['ok']} cases and wrong in {n['WRONG']}" for s, n in later if n is not None]
+    checked = [f"{s} right in {n['ok']} cases and wrong in {n['WRONG']}"
+               + (f" ({n['refused']} tiles it does not take refused)" if n["refused"] else "")
+               for s, n in later if n is not None]
     v.macro("GluonLaterChecks", listing(checked) if checked else "none checked")
     unverified = [s for s, n in later if n is None]   # registered since the grid was committed
     v.macro("GluonUnverified", listing(unverified) if unverified else "none")

@@ -51,7 +51,7 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     met, missed = {}, {}
     for (dt, n), r in ratio.groupby(level=["dtype", "N"]):
         best = r.droplevel(["dtype", "N"])
-        v.put("gbest", n, DTYPES[dt], f"{best.idxmin()} ({fixed(best.min(), 2)}$\\times$)")
+        v.put("gbest", n, DTYPES[dt], f"{best.idxmin()} ({fixed(best.min(), 3)}$\\times$)")
         (met if best.min() <= GOAL_X else missed).setdefault(DTYPES[dt], []).append(str(n))
     for dt in DTYPES.values():
         v.put("ggoal", dt, "met", listing(met.get(dt, [])) if met.get(dt) else "none")
@@ -75,6 +75,22 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
                 if both:
                     change = pd.Series([by_run[r, st, dt, n] / by_run[r, prev, dt, n] - 1 for r in both]).median()
                     v.put("gstep", f"{st}@{n}", DTYPES[dt], f"{100 * change:+.1f}")
+    # The newest run alone: its fastest Gluon stage per N (float16), that stage's time over PyTorch's default backend's
+    # in the same run (kernels alone at both ends, as x_cudnn), and cuDNN's kernels there against the earlier runs'.
+    newest = max(runs, key=run_number)
+    k = p[p.dtype == "float16"].set_index(["run", "variant", "N"]).kernels_us
+    for n in sorted(set(g.N)):
+        mine = g[(g.run == newest) & (g.dtype == "float16") & (g.N == n)]
+        if mine.empty or (newest, "torch-default", n) not in k:
+            continue
+        best = mine.loc[mine.x_cudnn.idxmin()]
+        v.put("gnew", n, "stage", best.variant)
+        v.put("gnew", n, "x_default", fixed(best.kernels_us / k[newest, "torch-default", n], 3))
+        v.put("gnew", n, "default_us", fixed(k[newest, "torch-default", n], 1))
+        cud = p[(p.variant == "torch-cudnn") & (p.dtype == "float16") & (p.N == n)]
+        v.put("gnew", n, "cudnn_us", fixed(cud[cud.run == newest].kernels_us.iloc[0], 1))
+        earlier = cud[cud.run != newest].kernels_us
+        v.put("gnew", n, "cudnn_earlier", f"{fixed(earlier.min(), 1)}--{fixed(earlier.max(), 1)}")
     top = int(p.N.max())
     v.macro("GluonMaxN", top)
     for st in GLUON_STAGES:

@@ -15,7 +15,7 @@ from pipeline.latex import Values, fixed, listing
 from pipeline.selection import HEADLINE, run_number, where
 
 # The entries whose state the text quotes: the leading Triton stage, the Gluon stages, the PyTorch backends.
-ENTRIES = ("v13", "v19", "v20", "v21", "v22", "v23", "torch-cudnn", "torch-flash")
+ENTRIES = ("v13", "v19", "v20", "v21", "v22", "v23", "v24", "torch-cudnn", "torch-flash")
 # How far a repeat's energy per call may differ from its mean power times its time for the table to give it.
 ENERGY_AGREE = 0.25
 
