@@ -11,7 +11,7 @@
 - step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files);
 - ours.tex: the article's last stage and ours beyond it at the headline: the switch, time, percent of cuDNN and of
   FlashAttention-2, registers and shared memory, and the prediction against the measurement;
-- per_n.tex: our leading stage (the fastest of ours across lengths) against cuDNN and FlashAttention-2 at each N,
+- per_n.tex: our leading Triton stage (the fastest Triton stage across lengths) against cuDNN and FlashAttention-2 at each N,
   float16 and bfloat16, the ratios of the kernels alone (selection.RATIO_TIME), with each N's twin band;
 - predictions.tex: every prediction written before a stage was measured, beside the measurement;
 - variation.tex: at each N of the sweep, the samples per repeat and repeats per run behind each median, and the

@@ -1,5 +1,5 @@
 """Each switch's effect at the headline shape: removed from the article's final stage (leave-one-out) and added to
-the baseline (add-one-in), with our extensions; and removed from our last stage (each variant at its own tile), with
+the baseline (add-one-in), with our extensions; and removed from our last Triton stage (each variant at its own tile), with
 our extensions; as the change of time in percent (median over runs; bars from lowest to highest)."""
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -43,7 +43,7 @@ df = pd.DataFrame(rows)
 panels = [p for p in (f"from {F}", f"from {B}", f"from {L}") if p in set(df.panel)]
 TITLES = {f"from {F}": f"from {F}, the article's last stage (its tile):\na switch removed or an extension added",
           f"from {B}": f"from {B}, the baseline (the article's tile):\na switch added",
-          f"from {L}": f"from {L}, our last stage (own tiles):\na switch removed or an extension added"}
+          f"from {L}": f"from {L}, our last Triton stage (own tiles):\na switch removed or an extension added"}
 fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6))
 for ax, panel in zip(axes, panels):
     d = df[df.panel == panel]

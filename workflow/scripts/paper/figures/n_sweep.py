@@ -1,5 +1,5 @@
 """Time over cuDNN's time (torch-cudnn) in the same run against sequence length, at the headline layout in float16:
-each of the article's stages (at its tile), our leading stage (the fastest of ours across the N sweep,
+each of the article's stages (at its tile), our leading Triton stage (the fastest Triton stage across the N sweep,
 workflow/scripts/aggregate/ours.py; at its own tile) and the other PyTorch backends; the ratio on a linear axis
 (1: cuDNN's time, above it slower), N on a doubling axis. Lines: the median over runs of the per-run ratios; bands:
 lowest to highest run."""

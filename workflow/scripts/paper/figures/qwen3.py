@@ -1,5 +1,5 @@
 """The attention layouts of the Qwen3 models (B=2, causal, D=128) at each N of plan.qwen3_N: the article's first,
-causal-skip and final stages (at its tile), our leading stage (the fastest of ours across the N sweep,
+causal-skip and final stages (at its tile), our leading Triton stage (the fastest Triton stage across the N sweep,
 workflow/scripts/aggregate/ours.py; at its own tile) and PyTorch's backends, as a percentage of cuDNN's time in the
 same run (the kernels alone; median over runs, whiskers: lowest to highest run)."""
 import matplotlib.pyplot as plt
