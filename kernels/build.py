@@ -60,7 +60,8 @@ def compile_gluon(switches: frozenset, arch: int, tile: Tile, shape: Shape):
                                      two_consumers="two_consumers" in switches,
                                      softmax_overlap="softmax_overlap" in switches,
                                      register_realloc="register_realloc" in switches,
-                                     split_consumers="split_consumers" in switches)
+                                     split_consumers="split_consumers" in switches,
+                                     pingpong="pingpong" in switches)
     except Exception as err:  # a tile or shape the kernel does not take, or a refusal of Gluon's compiler
         raise TileNotSupportedError(f"{label}: Gluon cannot build this variant at tile {tile.label()}: "
                                     f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"

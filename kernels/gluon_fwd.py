@@ -13,7 +13,8 @@ adds its second, two consumer warpgroups sharing one K/V ring: see "Two consumer
 top of TWO_CONSUMERS, off by default) adds its third, the intra-warpgroup overlap: see "The softmax under the P V
 product". REGISTER_REALLOC (on SOFTMAX_OVERLAP, stage v23) gives the consumers 240 registers by putting them into one
 partition, and SPLIT_CONSUMERS (on REGISTER_REALLOC, stage v24) gives them back their own partitions, keeping the
-registers: see "The consumers in their own partitions, with 240 registers".
+registers: see "The consumers in their own partitions, with 240 registers". PINGPONG (on SPLIT_CONSUMERS, stage v25)
+makes the two consumers take turns at issuing their products: see "Ping-pong".
 
 The algorithm
 -------------
@@ -170,10 +171,11 @@ warning, in 116-154 registers (D = 128: 146 non-causal, 154 causal; D = 64: 116,
 consumer's two KV loops hold one WARPGROUP.DEPBAR per step after eight q k^T and four P V HGMMAs issued back to
 back; the producer warp holds every K and V load; every "empty" barrier is initialized with a count of 2. Without
 TWO_CONSUMERS the SASS is that of the source that the GPU verified as v19 and v20, instruction for instruction.
-Unverified until the GPU runs it (verify.py --stages v19 v20 v21, compute-sanitizer): that the kernel's output is
-right, that the ring's phases are as ``_consumer_pair`` argues (no race, no deadlock), that a TMA copy of a Q half
-wholly past N fills zeros and counts its bytes on Q's barrier, and that the TMA store of a half wholly past N writes
-nothing; and its speed.
+What only the GPU shows: that the kernel's output is right, that the ring's phases are as ``_consumer_pair`` argues
+(no race, no deadlock), that a TMA copy of a Q half wholly past N fills zeros and counts its bytes on Q's barrier,
+and that the TMA store of a half wholly past N writes nothing (the case of consumer 1 of the last program when N %
+128 is in [1, 64], such as N = 130): the pipeline's verify step runs every Gluon stage on the GPU and records this
+file's SHA-256 with its grid, and tests/test_stages.py fails when the file differs from the newest verified one.
 
 The softmax under the P V product (SOFTMAX_OVERLAP, on TWO_CONSUMERS, stage v22)
 ----------------------------------------------------------------------------------
@@ -199,7 +201,7 @@ stores its row sums into a scratch buffer of shared memory that nothing reads (`
 just before that wait: a store that needs every exponential of the step and that ptxas does not move the wait
 above. It costs two shared stores and one 128-thread CTA barrier per step (Gluon's, before the store). The sm_90
 build then has all 34 MUFU.EX2 of a 64x64 step between the wait for the scores (WARPGROUP.DEPBAR.LE 1) and the wait
-for P V (WARPGROUP.DEPBAR.LE 0) (tests/test_gluon_build.py). Unverified until the GPU runs it.
+for P V (WARPGROUP.DEPBAR.LE 0) (tests/test_gluon_build.py).
 
 The consumers in their own partitions, with 240 registers (SPLIT_CONSUMERS, on REGISTER_REALLOC, stage v24)
 ---------------------------------------------------------------------------------------------------------
@@ -215,12 +217,34 @@ WARPGROUP.DEPBAR.LE 1 and LE 0 (tests/test_gluon_build.py). So SPLIT_CONSUMERS i
 registers and 128-row K/V blocks: each consumer's scores are a 64x128 tile (64 + 64 + 32 registers of tiles with
 acc at D = 128), its CTA barriers are 128-thread ones again, and the two warpgroups no longer step together.
 Triton's lowering gives the default partition 256 registers at the kernel's start and the workers 120 in their
-dispatch loop (``ConvertWarpSpecializeToLLVM``: (256 - 168) x 4 / 8 = 44 registers per worker thread given up),
+dispatch loop (``ConvertWarpSpecializeToLLVM``: (256 - 168) x 4 / 8 = 44 registers per worker thread given up,
+168 - 44 = 124, rounded down to the allocation unit of 8),
 then 240, 240 and 24 in the partitions; every ``setmaxnreg.inc`` it emits can be served by the decreases before it,
 so none waits forever. The loop bounds are ``_consumer_pair``'s with CONSUMER_M = 64 and BLOCK_N = 128: both
 consumers have the program's n_total = start_m + 1 blocks (causal), the last, the diagonal, masked; consumer 0
 skips no block (cdiv(min(N, 128 start_m + 64), 128) = cdiv(min(N, 128 start_m + 128), 128)), so both wait for and
-release every block, and the ring's argument holds with two or three stages. Unverified until the GPU runs it.
+release every block, and the ring's argument holds with two or three stages.
+
+Ping-pong (PINGPONG, on SPLIT_CONSUMERS, stage v25)
+---------------------------------------------------
+
+FlashAttention-3's warp scheduling of its two consumer warpgroups: each issues its products in its turn, so that the
+tensor cores run one consumer's products while the other computes its softmax, rather than the two warpgroups'
+products interleaving on the tensor cores and their softmaxes coinciding. FlashAttention-3 hands the turn over with
+named barriers (bar.sync and bar.arrive on a barrier id per warpgroup); Gluon 3.6 has no named-barrier API, so the
+turn goes through a pair of mbarriers in shared memory, ``turns``, one per consumer, each of count 1. A consumer's
+rounds are the groups of products it issues: block 0's q k^T (round 0), step j's q k^T of block j and P V of block
+j - 1 (round j), the last block's P V (round n_total): n_total + 1 rounds. In round t a consumer first does what
+needs no tensor core (in a step: rescales acc by alpha, waits for K's tile of block j and V's of block j - 1), then
+takes its turn (``_take_turn``: a wait on its own turn barrier), issues the round's products back to back and
+passes the turn (``_pass_turn``: an arrive on the other consumer's turn barrier), before it waits for its scores.
+Consumer 0 goes first. ``_consumer_pair``'s "The turns" gives the parities and why they cannot deadlock.
+
+The cost per step and consumer: one mbarrier wait, one arrive and the 128-thread CTA barrier that Gluon puts before
+the arrive. The sm_90 build (tests/test_gluon_build.py) keeps v24's registers (168 at launch, 240/240/24 after
+setmaxnreg), no spills, no serialized MMA, the same products and exponentials, all 66 MUFU.EX2 of a step between
+DEPBAR.LE 1 and LE 0; in each of the four KV loops the turn's wait follows K's and V's and precedes the 8 + 8
+HGMMA, and the pass follows them before DEPBAR.LE 1.
 
 The code
 --------
@@ -433,28 +457,56 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
 
 
 @gluon.jit
+def _take_turn(my_turn, t, TURN_FLIP: gl.constexpr):
+    """PINGPONG: wait for this consumer's turn of round t, the other consumer's pass of round t - TURN_FLIP (see
+    ``_consumer_pair``'s "The turns")."""
+    mbarrier.wait(my_turn, (t & 1) ^ TURN_FLIP)
+
+
+@gluon.jit
+def _pass_turn(next_turn):
+    """PINGPONG: the products of this consumer's round are issued: the turn goes to the other consumer."""
+    mbarrier.arrive(next_turn)
+
+
+@gluon.jit
 def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, l_buf, j,
                   offs_m, N, qk_scale, dtype: gl.constexpr,
                   MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr,
-                  s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
+                  s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr,
+                  PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
     (warpgroup_mma_wait(1): warpgroup MMAs complete in order, so the older q k^T is done while P V may still run),
     hands K's buffer back, and computes block j's softmax while block j - 1's P V product runs on the tensor cores;
     then waits for that product (wait 0) and hands block j - 1's V buffer back. Returns acc (complete) and block j's
-    p_op, alpha, l_i, m_i."""
+    p_op, alpha, l_i, m_i.
+
+    PINGPONG: the step's two products are issued in this consumer's turn, round j (``_take_turn``, ``_pass_turn``):
+    acc is rescaled and both tiles waited for first, then the turn is taken, both products issued back to back and
+    the turn passed to the other consumer, whose products the tensor cores then run while this one's softmax does."""
     slot = j % NUM_STAGES
     prev = (j - 1) % NUM_STAGES
-    mbarrier.wait(k_bars.index(slot), (j // NUM_STAGES) & 1)
-    k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
-    s = warpgroup_mma(q_tile, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-                      use_acc=False, is_async=True)
-    acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
-    mbarrier.wait(v_bars.index(prev), ((j - 1) // NUM_STAGES) & 1)
-    v_tile = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])
-    acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
+    if PINGPONG:
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        mbarrier.wait(k_bars.index(slot), (j // NUM_STAGES) & 1)
+        mbarrier.wait(v_bars.index(prev), ((j - 1) // NUM_STAGES) & 1)
+        _take_turn(my_turn, j, TURN_FLIP)
+        s = warpgroup_mma(q_tile, k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
+                          gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        acc = warpgroup_mma(p_op, v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
+        _pass_turn(next_turn)
+    else:
+        mbarrier.wait(k_bars.index(slot), (j // NUM_STAGES) & 1)
+        k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
+        s = warpgroup_mma(q_tile, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+                          use_acc=False, is_async=True)
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        mbarrier.wait(v_bars.index(prev), ((j - 1) // NUM_STAGES) & 1)
+        v_tile = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])
+        acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
     mbarrier.arrive(k_empty.index(slot))
     p, alpha, l_i, m_i = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M, BLOCK_N,
@@ -476,7 +528,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
               NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, PRODUCER_WARP: gl.constexpr,
               s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
-              SOFTMAX_OVERLAP: gl.constexpr = False, l_buf=None):
+              SOFTMAX_OVERLAP: gl.constexpr = False, l_buf=None, PINGPONG: gl.constexpr = False, my_turn=None,
+              next_turn=None, TURN_FLIP: gl.constexpr = 0):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -496,9 +549,14 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         # then steps 1 .. n_total - 1, each issuing the previous block's P V product after its own q k^T
         # (``_overlap_step``); then the last block's P V product. The ring's releases are those of PV_IN_FLIGHT:
         # K's of block j in step j, V's of block j - 1 in step j, the last V's never.
+        # PINGPONG: block 0's q k^T is round 0 of the turns, step j round j, the last P V product round n_total.
         mbarrier.wait(k_bars.index(0), 0)
+        if PINGPONG:
+            _take_turn(my_turn, 0, TURN_FLIP)
         s0 = warpgroup_mma(q_tile, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
                            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+        if PINGPONG:
+            _pass_turn(next_turn)
         s0 = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
         mbarrier.arrive(k_empty.index(0))
         p, alpha, l_i, m_i = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL, BLOCK_M,
@@ -508,16 +566,22 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
             acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
-                                                       s_layout, o_layout, p_layout)
+                                                       s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
+                                                       TURN_FLIP)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
-                                                       s_layout, o_layout, p_layout)
+                                                       s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
+                                                       TURN_FLIP)
         last = n_total - 1
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
         mbarrier.wait(v_bars.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
+        if PINGPONG:
+            _take_turn(my_turn, n_total, TURN_FLIP)
         acc = warpgroup_mma(p_op, v_smem.index(last % NUM_STAGES).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
+        if PINGPONG:
+            _pass_turn(next_turn)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
     else:
         for j in range(n_free):
@@ -552,14 +616,16 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
                    IS_CAUSAL: gl.constexpr, CONSUMER_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
                    NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, s_layout: gl.constexpr,
                    o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
-                   SOFTMAX_OVERLAP: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False):
+                   SOFTMAX_OVERLAP: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False,
+                   PINGPONG: gl.constexpr = False, turns=None):
     """TWO_CONSUMERS: the fork into three partitions, the two consumer warpgroups and the producer warp.
 
     Consumer c (0: the default partition, 1: a 4-warp worker) is ``_consumer`` of a 64-row program whose query block
     is m_c = 2 start_m + c: rows [m_c * 64, m_c * 64 + 64) of the program's 128, on its own half of Q's buffer, with
     the loop bounds such a program has (below); its offs_m, so its causal mask, and its O store follow from m_c.
     The producer loads the program's key blocks [0, n_total) once for both. (Every claim below is reasoning and a
-    CPU build; none has run on a GPU yet: see the module's docstring for what is unverified.)
+    CPU build; the GPU verify grid checks what follows from it: see "What only the GPU shows" in the module's
+    docstring.)
 
     The loop bounds (CONSUMER_M = BLOCK_N = 64, so a query block and a key block are the same 64 rows). Causal:
     consumer c's rows see keys [0, min(N, (m_c + 1) * 64)), n_total_c = cdiv(min(N, (m_c + 1) * 64), 64) blocks;
@@ -613,12 +679,27 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
       n_total - 1 - NUM_STAGES <= n_total - 3: K's released in consumer 0's step n_total - 3, V's in its step
       n_total - 2, its last).
 
+    The turns (PINGPONG). Each consumer has n_total + 1 rounds (``_consumer``): both consumers have the program's
+    n_total blocks (shown above for 128-row K/V blocks, the only ones PINGPONG takes), so both have the same
+    number of rounds. Consumer c waits on turns[c] and arrives on turns[1 - c]; each barrier's count is 1, so the
+    other consumer's pass of a round completes one phase. turns[1]'s phase t completes with consumer 0's pass of
+    round t, which consumer 1's round t waits for (parity t & 1). turns[0]'s phase t completes with consumer 1's
+    pass of round t, which consumer 0's round t + 1 waits for (parity ((t + 1) & 1) ^ 1 = t & 1); its round 0 waits
+    with parity 1, which a fresh barrier passes at once (TURN_FLIP = 1 for consumer 0, 0 for consumer 1). No wait
+    can see a phase two ahead of its own: turns[1]'s phase t + 1 needs consumer 0's round t + 1, which needs
+    consumer 1's pass of round t, after its wait; and likewise for turns[0]. So the rounds alternate strictly, 0 of
+    consumer 0, 0 of consumer 1, 1 of consumer 0, ..., and neither waits for a pass that does not come: the last,
+    consumer 1's pass of round n_total, is waited for by nobody and leaves turns[0] with a completed phase that is
+    never reused. A round's turn is taken after its tile waits and released before its MMA waits, so a consumer
+    never holds the turn while it waits for the producer or for the tensor cores, and the ring's argument above
+    holds as it is.
+
     The O stores. Consumer c turns its 64 rows of O into 16 bits in its own half of Q's buffer, once its last q k^T
     product (the only reader of that half: the other consumer never reads it) has been waited for; then
     fence_async_shared, Gluon's 128-thread CTA barrier of that consumer, one thread's TMA store of its 64 rows at
     row m_c * 64 of o_desc (block [1, 1, 64, HEAD_DIM]), and store_wait(0) before the partition ends, so that the
     buffer is not left while the copy engine still reads it. The two stores write disjoint rows; rows at or past N
-    are dropped by the copy engine (a whole box past N included: unverified on the GPU).
+    are dropped by the copy engine (a whole box past N included: consumer 1 of the last program at N = 130).
     """
     m0 = 2 * start_m            # the consumers' 64-row query blocks
     m1 = m0 + 1
@@ -638,11 +719,11 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
         (_consumer, (q_smem.index(0), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
                      v_empty, n_free0, n_total0, off_b, off_h, kv_h, m0, N, qk_scale, IS_CAUSAL, CONSUMER_M,
                      BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout,
-                     SOFTMAX_OVERLAP, l_smem.index(0))),
+                     SOFTMAX_OVERLAP, l_smem.index(0), PINGPONG, turns.index(0), turns.index(1), 1)),
         (_consumer, (q_smem.index(1), q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
                      v_empty, n_free1, n_total, off_b, off_h, kv_h, m1, N, qk_scale, IS_CAUSAL, CONSUMER_M,
                      BLOCK_N, HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, True, s_layout, o_layout, p_layout, row_layout,
-                     SOFTMAX_OVERLAP, l_smem.index(1))),
+                     SOFTMAX_OVERLAP, l_smem.index(1), PINGPONG, turns.index(1), turns.index(0), 0)),
         (_kv_producer, (k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b, kv_h,
                         BLOCK_N, NUM_STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -653,7 +734,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                     NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False,
                     TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False,
-                    REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False):
+                    REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False,
+                    PINGPONG: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -711,6 +793,10 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     gl.static_assert(SOFTMAX_OVERLAP or not REGISTER_REALLOC, "REGISTER_REALLOC is built on SOFTMAX_OVERLAP")
     gl.static_assert(BLOCK_M == 128 or not REGISTER_REALLOC, "REGISTER_REALLOC: a 128-row Q tile, two warpgroups")
     gl.static_assert(REGISTER_REALLOC or not SPLIT_CONSUMERS, "SPLIT_CONSUMERS is built on REGISTER_REALLOC")
+    gl.static_assert(SPLIT_CONSUMERS or not PINGPONG, "PINGPONG is built on SPLIT_CONSUMERS")
+    # PINGPONG: both consumers take the same n_total + 1 turns, which holds when a key block is a program's two
+    # query blocks (see _consumer_pair's "The turns")
+    gl.static_assert(BLOCK_N == BLOCK_M or not PINGPONG, "PINGPONG: 128-row K/V blocks")
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
     if PAIR:
@@ -741,6 +827,13 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     else:
         k_empty = k_bars        # not used without a producer warp
         v_empty = v_bars
+    if PINGPONG:
+        # consumer c's turn barrier: the other consumer's one arrive per round completes its phase
+        turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        for c in gl.static_range(2):
+            mbarrier.init(turns.index(c), count=1)
+    else:
+        turns = k_empty         # not used without PINGPONG
     mbarrier.init(q_bar, count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_bars.index(i), count=1)
@@ -769,7 +862,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     if PAIR:
         # Both halves of the Q tile on one barrier: one expect of both tiles' bytes (an expect is also the
         # barrier's one arrive, so a second expect could come after the first tile had completed the phase), two
-        # copies. A half wholly past N reads as zeros, and its bytes still count (unverified on the GPU).
+        # copies. A half wholly past N reads as zeros, and its bytes still count (at N = 130, for instance).
         mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
         for c in gl.static_range(2):
             tma.async_copy_global_to_shared(q_desc, [off_b, off_h, (2 * start_m + c) * CONSUMER_M, 0], q_bar,
@@ -793,7 +886,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
             _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty,
                            l_smem, n_total, off_b, off_h, kv_h, start_m, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                            HEAD_DIM, NUM_STAGES, PV_IN_FLIGHT, s_layout, o_layout, p_layout, row_layout,
-                           SOFTMAX_OVERLAP, SPLIT_CONSUMERS)
+                           SOFTMAX_OVERLAP, SPLIT_CONSUMERS, PINGPONG, turns)
         else:
             gl.warp_specialize([
                 (_consumer, (q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty,
@@ -861,7 +954,7 @@ def grid(B: int, H: int, N: int, block_m: int) -> tuple:
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
                 sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
                 softmax_overlap: bool = False, register_realloc: bool = False,
-                split_consumers: bool = False) -> dict:
+                split_consumers: bool = False, pingpong: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -877,6 +970,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if split_consumers and not register_realloc:
         raise ValueError("split_consumers (the Gluon kernel's SPLIT_CONSUMERS) needs register_realloc: it gives that "
                          "kernel's two consumer warpgroups their own partitions again, keeping its registers")
+    if pingpong and not split_consumers:
+        raise ValueError("pingpong (the Gluon kernel's PINGPONG) needs split_consumers: it orders the products of "
+                         "that kernel's two consumer partitions")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -887,7 +983,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
                 IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
-                SPLIT_CONSUMERS=bool(split_consumers))
+                SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -948,10 +1044,12 @@ def launch_options(block_m: int, block_n: int, head_dim: int, producer_warp: boo
     setmaxnreg share out (``producer_registers``; without it Triton assumes 65536 / 256 = 256 and asks setmaxnreg
     for more than a thread can have). With TWO_CONSUMERS no maxnreg: given one, Triton's warp-specialization
     lowering would reallocate registers around its partitions' dispatch loop (the workers waiting in it at 120),
-    and ptxas would then serialize every warpgroup MMA of the consumer in the worker partition (see
-    TWO_CONSUMERS_REGISTERS and the module's docstring). With REGISTER_REALLOC num_warps=8 (the two consumer
+    and ptxas would then serialize every warpgroup MMA of the consumer in the worker partition on v21's schedule,
+    whose P V product stays in flight across the step's end (see TWO_CONSUMERS_REGISTERS and the module's
+    docstring; with v22's in-step wait for P V it does not: SPLIT_CONSUMERS). With REGISTER_REALLOC num_warps=8 (the two consumer
     warpgroups' partition) and maxnreg 168 (REGISTER_REALLOC_MAXNREG); with SPLIT_CONSUMERS too num_warps=4 (consumer
-    0's partition) and maxnreg 168 (SPLIT_CONSUMERS_MAXNREG), which setmaxnreg shares out as 240, 240 and 24."""
+    0's partition) and maxnreg 168 (SPLIT_CONSUMERS_MAXNREG), which setmaxnreg shares out as 240, 240 and 24; PINGPONG,
+    built on SPLIT_CONSUMERS, launches with its options."""
     if split_consumers:
         return {"num_warps": NUM_WARPS, "maxnreg": SPLIT_CONSUMERS_MAXNREG}
     if register_realloc:
@@ -988,7 +1086,7 @@ def specialize(kwargs: dict) -> tuple:
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
                 num_stages: int = 3, num_warps: int | None = None, producer_warp: bool = False,
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
-                split_consumers: bool = False):
+                split_consumers: bool = False, pingpong: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1013,7 +1111,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
-                         register_realloc=register_realloc, split_consumers=split_consumers)
+                         register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1071,7 +1169,7 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
 def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int | None = None,
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
-            split_consumers: bool = False):
+            split_consumers: bool = False, pingpong: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1080,6 +1178,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    split_consumers = split_consumers or pingpong
     register_realloc = register_realloc or split_consumers
     softmax_overlap = softmax_overlap or register_realloc
     two_consumers = two_consumers or softmax_overlap
@@ -1095,6 +1194,6 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     if out is None:
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
-                       softmax_overlap, register_realloc, split_consumers)
+                       softmax_overlap, register_realloc, split_consumers, pingpong)
     _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **opts)
     return out

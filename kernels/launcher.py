@@ -225,7 +225,7 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
     kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale,
                                    producer_warp="producer_warp" in switches, two_consumers=two_consumers,
                                    softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc,
-                                   split_consumers=split_consumers)
+                                   split_consumers=split_consumers, pingpong="pingpong" in switches)
     return Launch(label, switches, t, grid, kwargs)
 
 

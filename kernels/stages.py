@@ -200,6 +200,13 @@ GLUON: Mapping[str, Switch] = {
                "and the two warpgroups no longer step together; 64-row Q tiles per consumer, a 128x128 program tile "
                "in a ring of two",
                "SPLIT_CONSUMERS", requires=("register_realloc",)),
+        Switch("pingpong", "v25",
+               "ping-pong of the two consumer warpgroups (FlashAttention-3's warp scheduling): each step's two products "
+               "(the next block's q k^T and the previous block's P V) are issued in the consumer's turn, which passes "
+               "to the other consumer once they are issued (a pair of mbarriers, one arrive per turn, since Gluon 3.6 "
+               "has no named barriers), so that one consumer's softmax runs while the tensor cores run the other's "
+               "products instead of the two warpgroups' products interleaving",
+               "PINGPONG", requires=("split_consumers",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

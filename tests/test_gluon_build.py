@@ -97,6 +97,10 @@ SPLIT_CONFIGS = {
     "sc-128x128s2-N1": ((1, 1, 1, 1, 64), "bfloat16", False, 128, 128, 2),
 }
 SPLIT_LOOPED = [name for name in SPLIT_CONFIGS if SPLIT_CONFIGS[name][0][3] > 1]
+# The kernel with PINGPONG (stage v25, on SPLIT_CONSUMERS): v24's configurations with the turns.
+PINGPONG_CONFIGS = {"pp-" + name.removeprefix("sc-"): c for name, c in SPLIT_CONFIGS.items()}
+PINGPONG_LOOPED = [name for name in PINGPONG_CONFIGS if PINGPONG_CONFIGS[name][0][3] > 1]
+SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS}      # the three partitions with setmaxnreg (v24 and v25)
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
 # kernel must be that one, instruction for instruction.
 VERIFIED_PREFIX = "verified:"
@@ -116,7 +120,7 @@ _COMPILE = textwrap.dedent("""
         else:
             k = compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer,
                             two_consumers=two, softmax_overlap=overlap, register_realloc=bool(later and later[0]),
-                            split_consumers=bool(later[1:] and later[1]))
+                            split_consumers=bool(later[1:] and later[1]), pingpong=bool(later[2:] and later[2]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -171,7 +175,8 @@ def built(tmp_path_factory):
                **{name: [*c[:6], True, True, False, ""] for name, c in TWO_CONSUMER_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, ""] for name, c in OVERLAP_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True] for name, c in REALLOC_CONFIGS.items()},
-               **{name: [*c[:6], True, True, True, "", True, True] for name, c in SPLIT_CONFIGS.items()}}
+               **{name: [*c[:6], True, True, True, "", True, True] for name, c in SPLIT_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True] for name, c in PINGPONG_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
@@ -840,7 +845,7 @@ def test_register_realloc_needs_softmax_overlap_and_takes_its_tiles_only():
 # SPLIT_CONSUMERS (stage v24): the two consumers in their own partitions again, with v23's registers and K/V blocks
 # ---------------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", SPLIT_CONFIGS)
+@pytest.mark.parametrize("name", SPLIT_LIKE)
 def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_serialized_mmas(built, name):
     """168 registers per thread at launch (12 warps, one program per SM), three partitions (consumer 0 the default,
     a 4-warp consumer 1 and the 1-warp producer), setmaxnreg raising consumer 1 to 240 and lowering the producer's
@@ -862,12 +867,12 @@ def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_seri
     assert m["shared"] <= 232448        # the H200's shared memory per block (opt-in)
 
 
-@pytest.mark.parametrize("name", SPLIT_LOOPED)
+@pytest.mark.parametrize("name", [*SPLIT_LOOPED, *PINGPONG_LOOPED])
 def test_split_consumers_kv_loops(built, name):
     """Four KV loops (each consumer's unmasked and masked), each step per consumer as v23's: q k^T of block j (D/16
     HGMMA 64x128), P V of block j - 1 (8 HGMMA 64 x D), the wait for the scores alone and all 66 exponentials of the
     step before the wait for P V; the CTA barriers in the loops are 128-thread ones (one warpgroup), not v23's 256."""
-    shape, _, _, _, bn, _ = SPLIT_CONFIGS[name]
+    shape, _, _, _, bn, _ = SPLIT_LIKE[name]
     D = shape[4]
     loops = kv_loops(built[name]["sass"])
     assert len(loops) == 4
@@ -914,3 +919,71 @@ def test_split_consumers_need_register_realloc_and_take_their_tiles_only():
     with pytest.raises(ValueError, match="num_warps=4"):
         check_config(128, torch.float16, 128, 128, 2, 8, two_consumers=True, register_realloc=True,
                      split_consumers=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PINGPONG (stage v25): the two consumers take turns at issuing their products
+# ---------------------------------------------------------------------------------------------------------------
+
+def _barrier(text: str) -> str:
+    """The shared-memory offset of the mbarrier an instruction names ('[UR5+0x28348]' -> '0x28348')."""
+    return re.search(r"\[[^]]*?(0x[0-9a-f]+)\]", text).group(1)
+
+
+def _turns(body: list) -> tuple:
+    """(the barrier a KV step waits on just before its products, the one it arrives on just after them)."""
+    first = next(i for i, t in enumerate(body) if t.startswith("HGMMA"))
+    last = max(i for i, t in enumerate(body) if t.startswith("HGMMA"))
+    wait = [t for t in body[:first] if t.startswith("SYNCS.PHASECHK")][-1]
+    arrive = next(t for t in body[last:] if t.startswith("SYNCS.ARRIVE"))
+    return _barrier(wait), _barrier(arrive)
+
+
+@pytest.mark.parametrize("name", PINGPONG_LOOPED)
+def test_pingpong_steps_issue_their_products_in_turn(built, name):
+    """Each of the four KV loops: K's and V's ready barriers are waited for, then the consumer's turn barrier, then
+    the step's D/16 + 8 HGMMA issued back to back, then an arrive on the other consumer's turn barrier, before the
+    wait for the scores (DEPBAR.LE 1); the two consumers' loops wait and arrive on the same two barriers, swapped."""
+    loops = kv_loops(built[name]["sass"])
+    assert len(loops) == 4
+    pairs = [_turns(body) for body in loops]
+    assert all(w != a for w, a in pairs)
+    assert len(set(pairs)) == 2 and {(a, w) for w, a in pairs} == set(pairs), pairs
+    for body in loops:
+        first = next(i for i, t in enumerate(body) if t.startswith("HGMMA"))
+        assert len([t for t in body[:first] if t.startswith("SYNCS.PHASECHK")]) == 3    # K, V, then the turn
+        one = next(i for i, t in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+        last = max(i for i, t in enumerate(body) if t.startswith("HGMMA"))
+        assert [t for t in body[last:one] if t.startswith("SYNCS.ARRIVE")], "the turn passes before the wait"
+
+
+@pytest.mark.parametrize("name", PINGPONG_CONFIGS)
+def test_pingpong_turn_barriers_count_one_arrive_and_each_round_passes(built, name):
+    """Two more mbarriers than v24's, each of count 1 (one arrive per round, from the other consumer); and every
+    round's products are issued in a turn: each consumer passes its turn after block 0's q k^T, in every step of its
+    two loops, and after the last P V product, 4 arrive sites per consumer on the turn barriers."""
+    shape, _, _, _, bn, stages = PINGPONG_CONFIGS[name]
+    m, v24 = built[name], built["sc-" + name.removeprefix("pp-")]
+    counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
+    assert sorted(counts) == sorted(["1"] * (3 + 2 * stages) + ["2"] * (2 * stages))
+    assert m["mix"]["HGMMA"] == v24["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v24["mix"]["MUFU.EX2"]
+    turns = set(_turns(kv_loops(m["sass"])[0])) if shape[3] > 1 else None
+    arrives = [_barrier(t) for _, t in _instructions(m["sass"]) if t.startswith("SYNCS.ARRIVE.TRANS64.A1T0")]
+    if turns is not None:
+        assert sum(a in turns for a in arrives) == 8, arrives
+    else:       # N = 1: no KV loop; block 0's q k^T and its P V product, two rounds per consumer
+        assert len(arrives) - len([t for _, t in _instructions(v24["sass"])
+                                   if t.startswith("SYNCS.ARRIVE.TRANS64.A1T0")]) == 4
+
+
+def test_pingpong_needs_split_consumers_and_a_kv_block_of_the_program_rows():
+    from kernels.gluon_fwd import kernel_args
+    q = torch.empty((1, 2, 128, 64), dtype=torch.float16, device="meta")
+    k = torch.empty((1, 1, 128, 64), dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="pingpong .* needs split_consumers"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True, two_consumers=True,
+                    softmax_overlap=True, register_realloc=True, pingpong=True)
+    args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True,
+                       two_consumers=True, softmax_overlap=True, register_realloc=True, split_consumers=True,
+                       pingpong=True)
+    assert args["PINGPONG"] and args["q_desc"].block_shape == [1, 1, 64, 64]
