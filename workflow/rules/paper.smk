@@ -88,7 +88,7 @@ rule tables:
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
-GLUON_GRID = f"{DATA}/run-20"               # the newest GPU verification of the Gluon kernel's current source
+GLUON_GRID = f"{DATA}/run-21"               # the newest GPU verification of the Gluon kernel's current source
 PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
 PROBE_HOST = f"{DATA}/probes/host-cost"
 PROBE_V23 = f"{DATA}/probes/v23-check"      # v23's first GPU check: its own tile and v22's, beside v22
@@ -120,7 +120,7 @@ VALUES = {
                  build=rules.aggregate.output.build, ncu=rules.aggregate.output.ncu),
     "large_n": dict(large_n_table=rules.aggregate.output.large_n_table, large_n=rules.aggregate.output.large_n),
     "gluon_run": dict(per_n=rules.ours.output.per_n, gluon_leader=rules.ours.output.gluon_leader,
-                      best_per_n=rules.ours.output.best),
+                      best_per_n=rules.ours.output.best, timings=rules.aggregate.output.timings),
     "state": dict(per_run=rules.aggregate.output.per_run, timings=rules.aggregate.output.timings),
     "v23check": dict(seal_file=f"{PROBE_V23}/SHA256SUMS", timing=f"{PROBE_V23}/timing.csv",
                      precheck=f"{PROBE_V23}/precheck.csv"),

@@ -102,6 +102,7 @@ LARGE_N_METRICS = {
     "StallShort": ("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
                    "stall: short scoreboard"),
     "Time": ("gpu__time_duration.sum", "duration, ns"),
+    "Cycles": ("sm__cycles_active.avg", "SM active cycles (mean over SMs)"),
 }
 
 

@@ -3,7 +3,9 @@ timed them: run-18 on): each stage's time over cuDNN's at each N of the sweep an
 (\\val{gx}{<stage>@<N>}{<dtype>}, median over its runs of the within-run ratio), the fastest Gluon stage at each N
 (\\val{gbest}{<N>}{<dtype>}), the Gluon leader across lengths (gluon_leader.csv), the lengths where the issue's
 goal (at most GOAL_X times cuDNN's time) is met, each stage's change against the one before it at N = 1024 and the
-longest N (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over the runs), and the runs."""
+longest N (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over the runs), the runs that timed
+each stage (\\val{gsruns}{<stage>}{list|first|phrase}), the SM clocks of the newest run's samples
+(\\val{gclock}{<stage>@<N>}{range}), and the runs."""
 
 import sys
 from pathlib import Path
@@ -25,7 +27,7 @@ def last_measured(per_n: pd.DataFrame) -> str:
     return [s for s in OUR_STAGES if s in set(per_n.variant)][-1]
 
 
-def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
+def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path) -> Values:
     v = Values("gluon_run")
     p = pd.read_csv(per_n)
     g = p[p.variant.isin(GLUON_STAGES)]
@@ -38,6 +40,12 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
     v.macro("GluonLastMeasured", last_measured(p))
     v.macro("GluonLastMeasuredRuns", listing(sorted(set(p[p.variant == last_measured(p)].run), key=run_number)))
     v.macro("GluonLast", GLUON_STAGES[-1])
+    for st, rs in g.groupby("variant").run:
+        mine = sorted(set(rs), key=run_number)
+        v.put("gsruns", st, "list", listing(mine))
+        v.put("gsruns", st, "first", mine[0])
+        v.put("gsruns", st, "phrase", "one run" if len(mine) == 1 else
+              f"{words.get(len(mine), len(mine))} runs, medians of the changes within each")
     v.macro("GluonLastRun", max(set(g.run), key=run_number))     # the newest run that timed a Gluon stage
     ratio = g.groupby(["variant", "dtype", "N"]).x_cudnn.median()
     for (st, dt, n), x in ratio.items():
@@ -91,6 +99,12 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path) -> Values:
         v.put("gnew", n, "cudnn_us", fixed(cud[cud.run == newest].kernels_us.iloc[0], 1))
         earlier = cud[cud.run != newest].kernels_us
         v.put("gnew", n, "cudnn_earlier", f"{fixed(earlier.min(), 1)}--{fixed(earlier.max(), 1)}")
+    # The SM clock NVML read during each Gluon stage's samples in the newest run, float16 at each N of the sweep (the
+    # lowest and highest over its repeats): \val{gclock}{<stage>@<N>}{range}, in MHz.
+    tm = pd.read_csv(timings, usecols=["run", "set", "variant", "dtype", "N", "sm_mhz"], low_memory=False)
+    tm = tm[(tm.run == newest) & (tm.set == "n_sweep") & (tm.dtype == "float16") & tm.variant.isin(GLUON_STAGES)]
+    for (st, n), mhz in tm.groupby(["variant", "N"]).sm_mhz:
+        v.put("gclock", f"{st}@{n}", "range", f"{fixed(mhz.min(), 0)}--{fixed(mhz.max(), 0)}")
     top = int(p.N.max())
     v.macro("GluonMaxN", top)
     for st in GLUON_STAGES:

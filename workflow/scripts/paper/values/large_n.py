@@ -1,7 +1,8 @@
 """The paper's numbers from the long-sequence Nsight profile (results/aggregate/large_n_table.csv): each metric for each
 variant and N (\\val{ln}{<variant>@<N>}{<short>}, median over runs; DRAM in GB), each of our stages against the one
 before it (\\val{ln_delta}{<stage>@<N>}{<short>}, percent) and its instructions against cuDNN's
-(\\val{ln_vs_cudnn}{<stage>@<N>}{Instr}), and the runs that profiled the large N (results/aggregate/large_n.csv)."""
+(\\val{ln_vs_cudnn}{<stage>@<N>}{Instr}), each stage against the one before within the runs that profiled both
+(\\val{ln_step}{<stage>@<N>}{<short>}), and the runs that profiled the large N (results/aggregate/large_n.csv)."""
 
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from pipeline.selection import OUR_STAGES
 # The metrics the text quotes: absolute (ln), against the stage before (ln_delta), against cuDNN (ln_vs_cudnn).
 QUOTED = {"ln": ("Tensor", "Issue", "Warps", "Exp", "Lhit", "Dram", "Regs", "StallWait", "StallBarrier"),
           "ln_delta": ("Fma", "Instr", "Time", "Warps", "Dram", "StallShort", "StallLong", "StallBarrier"),
-          "ln_vs_cudnn": ("Instr",)}
+          "ln_vs_cudnn": ("Instr",), "ln_step": ("Time", "Cycles", "Tensor", "StallBarrier")}
 
 
 def values(large_n_table: Path, large_n: Path) -> Values:
@@ -34,6 +35,21 @@ def values(large_n_table: Path, large_n: Path) -> Values:
             for (n, short), r in wide[[prev, st]].dropna().iterrows():
                 if short in QUOTED["ln_delta"]:
                     v.put("ln_delta", f"{st}@{n}", short, f"{100 * (r[st] / r[prev] - 1):+.0f}")
+    # Each stage against the one before it within each run that profiled both (then the median over those runs):
+    # \val{ln_step}{<stage>@<N>}{<short>}, percent, and the runs it rests on (\val{ln_step}{<stage>@<N>}{runs}).
+    per_run = pd.read_csv(large_n, usecols=["run", "variant", "metric", "value", "N"])
+    per_run = per_run.groupby(["run", "variant", "N", "metric"]).value.sum().unstack("variant")
+    short_of = dict(zip(t.metric, t.short))
+    for st in OUR_STAGES:
+        prev = previous_stage(st)
+        if st in per_run and prev in per_run:
+            both = per_run[[prev, st]].dropna()
+            for (n, metric), g in both.groupby(level=["N", "metric"]):
+                short = short_of.get(metric)
+                if short in QUOTED["ln_step"]:
+                    v.put("ln_step", f"{st}@{n}", short, f"{100 * (g[st] / g[prev] - 1).median():+.1f}")
+            for n, g in both.groupby(level="N"):
+                v.put("ln_step", f"{st}@{n}", "runs", listing(sorted(set(g.index.get_level_values("run")))))
     if "torch-cudnn" in wide:
         for st in [s for s in OUR_STAGES if s in wide]:
             for (n, short), r in wide[[st, "torch-cudnn"]].dropna().iterrows():
