@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels.stages import GLUON_BASE, previous_stage, stage_of
+from kernels.stages import GLUON_BASE, STAGES, leave_one_out, previous_stage, stage_of
 
 from pipeline.latex import Values, fixed, listing
 from pipeline.selection import GLUON_STAGES, OUR_STAGES, run_number
@@ -40,6 +40,12 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path) -> 
     v.macro("GluonLastMeasured", last_measured(p))
     v.macro("GluonLastMeasuredRuns", listing(sorted(set(p[p.variant == last_measured(p)].run), key=run_number)))
     v.macro("GluonLast", GLUON_STAGES[-1])
+    # The leave-one-out ablations of the last Gluon stage that the registry allows (each Gluon switch is built on the
+    # one before it, so a switch can leave only with those built on it), and the stage each one equals.
+    loo = leave_one_out(GLUON_STAGES[-1])
+    v.macro("GluonLeaveOneOut", listing(list(loo)))
+    v.macro("GluonLeaveOneOutIs", listing([next((s for s, st in STAGES.items() if st.switches == sw), "no stage")
+                                           for sw in loo.values()]))
     for st, rs in g.groupby("variant").run:
         mine = sorted(set(rs), key=run_number)
         v.put("gsruns", st, "list", listing(mine))
