@@ -88,7 +88,8 @@ def test_a_one_run_tensor_pipe_figure_is_said_to_be_one_run_wherever_it_is_quote
             dict(variant="v22", N=16384, short="Tensor", metric="m", label="l", value=64.0, runs=1)]
     paths = dict(large_n_table=tmp_path / "t.csv", large_n=tmp_path / "l.csv")
     pd.DataFrame(rows).to_csv(paths["large_n_table"], index=False)
-    pd.DataFrame([dict(run="run-18")]).to_csv(paths["large_n"], index=False)
+    pd.DataFrame([dict(run="run-18", variant="v22", metric="m", value=64.0, N=16384)]).to_csv(paths["large_n"],
+                                                                                            index=False)
     m = large_n.values(**paths).macros
     assert (m["LnOursTensorMaxStage"], m["LnOursTensorMaxRuns"]) == ("v22", "one run")
     rows[1]["value"] = 50.0
