@@ -105,7 +105,6 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path) -> 
                     v.put("gstep", f"{st}@{n}", DTYPES[dt], f"{100 * change:+.1f}")
     # The newest run alone: its fastest Gluon stage per N (float16), that stage's time over PyTorch's default backend's
     # in the same run (kernels alone at both ends, as x_cudnn), and cuDNN's kernels there against the earlier runs'.
-    newest = max(runs, key=run_number)
     k = p[p.dtype == "float16"].set_index(["run", "variant", "N"]).kernels_us
     for n in sorted(set(g.N)):
         mine = g[(g.run == newest) & (g.dtype == "float16") & (g.N == n)]
