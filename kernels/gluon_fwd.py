@@ -14,7 +14,8 @@ top of TWO_CONSUMERS, off by default) adds its third, the intra-warpgroup overla
 product". REGISTER_REALLOC (on SOFTMAX_OVERLAP, stage v23) gives the consumers 240 registers by putting them into one
 partition, and SPLIT_CONSUMERS (on REGISTER_REALLOC, stage v24) gives them back their own partitions, keeping the
 registers: see "The consumers in their own partitions, with 240 registers". PINGPONG (on SPLIT_CONSUMERS, stage v25)
-makes the two consumers take turns at issuing their products: see "Ping-pong".
+makes the two consumers take turns at issuing their products: see "Ping-pong". PERSISTENT (on SPLIT_CONSUMERS,
+stage v26, built with PINGPONG) gives each SM one program that loops over the tiles: see "A persistent grid".
 
 The algorithm
 -------------
@@ -241,10 +242,52 @@ passes the turn (``_pass_turn``: an arrive on the other consumer's turn barrier)
 Consumer 0 goes first. ``_consumer_pair``'s "The turns" gives the parities and why they cannot deadlock.
 
 The cost per step and consumer: one mbarrier wait, one arrive and the 128-thread CTA barrier that Gluon puts before
-the arrive. The sm_90 build (tests/test_gluon_build.py) keeps v24's registers (168 at launch, 240/240/24 after
-setmaxnreg), no spills, no serialized MMA, the same products and exponentials, all 66 MUFU.EX2 of a step between
-DEPBAR.LE 1 and LE 0; in each of the four KV loops the turn's wait follows K's and V's and precedes the 8 + 8
-HGMMA, and the pass follows them before DEPBAR.LE 1.
+the arrive; and the step's order changes: the rescale of acc and the wait for V's tile move before the q k^T
+product (v24 issues q k^T first and rescales and waits for V under it), so that the turn is held only while the
+products are issued. The sm_90 build (tests/test_gluon_build.py) keeps v24's registers (168 at launch, 240/240/24
+after setmaxnreg), no spills, no serialized MMA, the same products and exponentials, all 66 MUFU.EX2 of a step
+between DEPBAR.LE 1 and LE 0; in each of the four KV loops the turn's wait follows K's and V's and precedes the
+step's D/16 + 8 HGMMA (8 + 8 at D = 128), and the pass follows them before DEPBAR.LE 1.
+
+A persistent grid (PERSISTENT, on SPLIT_CONSUMERS, stage v26)
+-------------------------------------------------------------
+
+FlashAttention-3's tile scheduling. Without it a program owns one 128-row tile, and each tile starts cold: the
+program's CTA is launched once the one before it on the SM has exited (one program per SM fits), initializes its
+barriers, loads Q and waits for it and for the first K/V blocks, and at its end waits for its O store. With
+PERSISTENT the grid has one program per SM (at most one per tile: ``grid(..., persistent=True, n_sms)``) and each
+program loops over tiles (``_persistent_consumer``, ``_persistent_producer``):
+
+- The order (``_tile_of``): the T = B H cdiv(N, 128) tiles heaviest first, tile t being query block n_m - 1 - t //
+  (B H) of batch*head t % (B H), as v13's grid launches them; dealt out in rounds of one tile per program, a round
+  in program order when even and in reverse when odd (a snake), so that with a causal mask no program takes the
+  heaviest tile of every round. (The hardware, launching a program per tile, deals them dynamically, to whichever SM
+  frees first; a static deal needs no atomic counter and no memset per call.)
+- Q: the producer warp loads each tile's two Q halves on Q's barrier (a phase per tile: consumers wait with parity
+  i & 1 for their i-th tile) once both consumers have handed Q's buffer back for the tile before (a second barrier,
+  "q_empty", count 2, one arrive per consumer after its last q k^T product, i.e. before the tile's last P V product;
+  the producer waits with parity (i & 1) ^ 1, which a fresh barrier passes for the first tile). The argument is the
+  ring's (``_consumer_pair``) with one slot.
+- The ring goes on from tile to tile: the program's key blocks are numbered across its tiles (a tile's block j is
+  the ring's block base + j, base the blocks of its earlier tiles), so the producer loads the next tile's first
+  blocks as soon as buffers free up at the end of the tile before, and every buffer is now released (each consumer
+  also releases the last block's V, which no load waited for without PERSISTENT). The turns go on likewise: a tile
+  has n_total + 1 rounds, the same for both consumers (128-row K/V blocks), so round 0 of tile i is round base + i.
+- O has its own buffer (a 64-row half per consumer, 32 KiB at D = 128: 192 KiB of shared memory with two stages,
+  which is why PERSISTENT takes two only): a consumer stores O without waiting for the copy, and before filling the
+  buffer for its next tile waits for the previous store to have read it (``store_wait(0)`` by the issuing thread,
+  then the consumer's CTA barrier); its last store is waited for before the partition ends.
+
+No deadlock: a consumer's waits are for tiles, blocks and turns in the order the producer and the other consumer
+make them, and each wait follows only releases and passes that come earlier in the waiter's own sequence or in
+the other partitions' (the Q release of tile i comes before the last P V round of tile i, which the next tile's Q
+load does not need).
+
+What the sm_90 build shows (tests/test_gluon_build.py): v25's registers, products and exponentials; one more mbarrier
+(Q's "empty", count 2); every TMA load in the producer warp (Q's too) and O's two stores; four waits for a store to
+have read shared memory (two per consumer); 64 KiB more shared memory than v25 (O's buffer). What only the GPU
+shows: that the tiles are each computed once and right, with several tiles per program and a partial last round
+(the verify grid has shapes of 288 and 336 tiles).
 
 The code
 --------
@@ -255,11 +298,13 @@ look-ahead loads with ``_issue_load``) and stores O. The step counter j runs on 
 so the ring and its barrier phases are shared by both. Gluon inlines every ``@gluon.jit`` helper. With
 PRODUCER_WARP, ``_consumer`` is the default partition and ``_kv_producer`` the worker; with TWO_CONSUMERS
 ``_consumer_pair`` forks into ``_consumer`` twice (the default partition and a worker) and ``_kv_producer``, with
-SPLIT_CONSUMERS reallocating registers among them.
+SPLIT_CONSUMERS reallocating registers among them. With PERSISTENT the kernel forks at once into
+``_persistent_consumer`` twice, each running ``_consumer`` per tile, and ``_persistent_producer``, which loads each
+tile's Q and runs ``_kv_producer`` per tile; ``_tile_count`` and ``_tile_of`` deal the tiles.
 
 The host side: ``descriptors`` makes the four TMA descriptors with the shared layouts the kernel expects, ``grid``
-the launch grid, ``kernel_args`` every parameter of a call, ``launch_options`` its options (num_warps, and with
-PRODUCER_WARP alone maxnreg); ``two_consumers_tile`` the tile TWO_CONSUMERS runs at; ``compile_for`` compiles the
+the launch grid (with PERSISTENT, from the GPU's number of SMs), ``kernel_args`` every parameter of a call,
+``launch_options`` its options (num_warps, and with PRODUCER_WARP alone maxnreg); ``two_consumers_tile`` the tile TWO_CONSUMERS runs at; ``compile_for`` compiles the
 kernel for sm_90 without a GPU, specialized as the JIT would specialize it, for the build step to read its machine
 code; ``forward`` launches it (for a first check on the GPU; the project's launcher checks the inputs).
 """
@@ -310,6 +355,9 @@ _NO_REALLOCATION = gl.constexpr(256)
 # 24); its tiles: 128-row K/V blocks in a ring of two or three (160 or 224 KiB of shared memory at D = 128).
 SPLIT_CONSUMERS_TILES = ((128, 128, 2), (128, 128, 3))
 SPLIT_CONSUMERS_MAXNREG = 168
+# PERSISTENT (stage v26, on SPLIT_CONSUMERS): SPLIT_CONSUMERS' tile with two stages only, since O has its own buffer
+# (32 KiB at D = 128: 32 + 32 + 2 x 64 = 192 KiB of shared memory; three stages would need 256)
+PERSISTENT_TILES = ((128, 128, 2), )
 SPLIT_CONSUMERS_REGISTERS = (3 * SPLIT_CONSUMERS_MAXNREG - PRODUCER_WARP_NUM_REGS) // 2 // 8 * 8      # 240
 _SPLIT_REGS = gl.constexpr(SPLIT_CONSUMERS_REGISTERS)
 # REGISTER_REALLOC (stage v23, on SOFTMAX_OVERLAP): the two consumer warpgroups as one 8-warp default partition, the
@@ -418,16 +466,18 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
 
 @gluon.jit
 def _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, kv_b, kv_h,
-                 BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+                 BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, base=0):
     """The producer warp (PRODUCER_WARP): the TMA loads of K and V of key blocks 0 .. n_total - 1, in order, K's
     then V's of each block, into ring buffer j % NUM_STAGES once the consumer has handed it back. Block j waits on
     the buffer's "empty" barrier for parity ((j // NUM_STAGES) & 1) ^ 1: the first NUM_STAGES blocks pass at once
     (a fresh barrier counts as having completed the phase before its first, of parity 1), block j >= NUM_STAGES
     waits for the consumer's release of block j - NUM_STAGES. The tile's bytes arrive on its "ready" barrier (k_bars,
-    v_bars, with the expected byte count), which the consumer waits on as it does without a producer."""
+    v_bars, with the expected byte count), which the consumer waits on as it does without a producer.
+    PERSISTENT: base is the ring position of block 0, the blocks of the program's earlier tiles (0 otherwise):
+    block j is the ring's block base + j, for its buffer and parity."""
     for j in range(n_total):
-        slot = j % NUM_STAGES
-        phase = (j // NUM_STAGES) & 1
+        slot = (base + j) % NUM_STAGES
+        phase = ((base + j) // NUM_STAGES) & 1
         mbarrier.wait(k_empty.index(slot), phase ^ 1)
         mbarrier.expect(k_bars.index(slot), k_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(k_desc, [kv_b, kv_h, j * BLOCK_N, 0], k_bars.index(slot), k_smem.index(slot))
@@ -475,7 +525,8 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
                   MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr,
                   s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr,
-                  PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0):
+                  PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0,
+                  base=0, rbase=0):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -486,25 +537,28 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
 
     PINGPONG: the step's two products are issued in this consumer's turn, round j (``_take_turn``, ``_pass_turn``):
     acc is rescaled and both tiles waited for first, then the turn is taken, both products issued back to back and
-    the turn passed to the other consumer, whose products the tensor cores then run while this one's softmax does."""
-    slot = j % NUM_STAGES
-    prev = (j - 1) % NUM_STAGES
+    the turn passed to the other consumer, whose products the tensor cores then run while this one's softmax does.
+
+    PERSISTENT: base is the ring position of the tile's block 0 and rbase the turns' round of its round 0 (both 0
+    otherwise): block j is the ring's block base + j, and step j the round rbase + j."""
+    slot = (base + j) % NUM_STAGES
+    prev = (base + j - 1) % NUM_STAGES
     if PINGPONG:
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
-        mbarrier.wait(k_bars.index(slot), (j // NUM_STAGES) & 1)
-        mbarrier.wait(v_bars.index(prev), ((j - 1) // NUM_STAGES) & 1)
-        _take_turn(my_turn, j, TURN_FLIP)
+        mbarrier.wait(k_bars.index(slot), ((base + j) // NUM_STAGES) & 1)
+        mbarrier.wait(v_bars.index(prev), ((base + j - 1) // NUM_STAGES) & 1)
+        _take_turn(my_turn, rbase + j, TURN_FLIP)
         s = warpgroup_mma(q_tile, k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
                           gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
         acc = warpgroup_mma(p_op, v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
         _pass_turn(next_turn)
     else:
-        mbarrier.wait(k_bars.index(slot), (j // NUM_STAGES) & 1)
+        mbarrier.wait(k_bars.index(slot), ((base + j) // NUM_STAGES) & 1)
         k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
         s = warpgroup_mma(q_tile, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
                           use_acc=False, is_async=True)
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
-        mbarrier.wait(v_bars.index(prev), ((j - 1) // NUM_STAGES) & 1)
+        mbarrier.wait(v_bars.index(prev), ((base + j - 1) // NUM_STAGES) & 1)
         v_tile = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])
         acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
@@ -529,11 +583,18 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               NUM_STAGES: gl.constexpr, PV_IN_FLIGHT: gl.constexpr, PRODUCER_WARP: gl.constexpr,
               s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
               SOFTMAX_OVERLAP: gl.constexpr = False, l_buf=None, PINGPONG: gl.constexpr = False, my_turn=None,
-              next_turn=None, TURN_FLIP: gl.constexpr = 0):
+              next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
+              q_phase=0, q_empty=None, o_smem=None):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
-    default one and a 4-warp worker), on its own 64-row half of Q's buffer (``_consumer_pair``)."""
+    default one and a 4-warp worker), on its own 64-row half of Q's buffer (``_consumer_pair``).
+
+    PERSISTENT (with SOFTMAX_OVERLAP): one tile of the program's (``_persistent_consumer``): its block 0 is the ring's
+    block base, its round 0 the turns' round rbase, and its Q the q_phase-th fill of Q's buffer (parity); it hands
+    Q's buffer back (q_empty) once its last q k^T product has been waited for, and the last block's V buffer once its
+    P V product has, and stores O from its own buffer (o_smem) without waiting for the copy, after waiting for the
+    previous tile's store to have read that buffer."""
     dtype: gl.constexpr = k_desc.dtype
     offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
     m_i = gl.full([BLOCK_M], NO_SCORE, gl.float32, row_layout)      # not -inf: the guard of rows without a finite score
@@ -542,7 +603,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
     if PV_IN_FLIGHT and not SOFTMAX_OVERLAP:
         acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM])
-    mbarrier.wait(q_bar, 0)
+    mbarrier.wait(q_bar, q_phase)
 
     if SOFTMAX_OVERLAP:
         # Block 0's scores and softmax alone (masked: a block wholly below the diagonal loses no key to the mask);
@@ -550,15 +611,15 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         # (``_overlap_step``); then the last block's P V product. The ring's releases are those of PV_IN_FLIGHT:
         # K's of block j in step j, V's of block j - 1 in step j, the last V's never.
         # PINGPONG: block 0's q k^T is round 0 of the turns, step j round j, the last P V product round n_total.
-        mbarrier.wait(k_bars.index(0), 0)
+        mbarrier.wait(k_bars.index(base % NUM_STAGES), (base // NUM_STAGES) & 1)
         if PINGPONG:
-            _take_turn(my_turn, 0, TURN_FLIP)
-        s0 = warpgroup_mma(q_tile, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
+            _take_turn(my_turn, rbase, TURN_FLIP)
+        s0 = warpgroup_mma(q_tile, k_smem.index(base % NUM_STAGES).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
                            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
         if PINGPONG:
             _pass_turn(next_turn)
         s0 = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
-        mbarrier.arrive(k_empty.index(0))
+        mbarrier.arrive(k_empty.index(base % NUM_STAGES))
         p, alpha, l_i, m_i = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL, BLOCK_M,
                                               BLOCK_N, s_layout)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
@@ -567,22 +628,26 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
-                                                       TURN_FLIP)
+                                                       TURN_FLIP, base, rbase)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
-                                                       TURN_FLIP)
-        last = n_total - 1
+                                                       TURN_FLIP, base, rbase)
+        if PERSISTENT:
+            mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
+        last = base + n_total - 1           # the ring's block of the last key block
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
         mbarrier.wait(v_bars.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
         if PINGPONG:
-            _take_turn(my_turn, n_total, TURN_FLIP)
+            _take_turn(my_turn, rbase + n_total, TURN_FLIP)
         acc = warpgroup_mma(p_op, v_smem.index(last % NUM_STAGES).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
         if PINGPONG:
             _pass_turn(next_turn)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        if PERSISTENT:
+            mbarrier.arrive(v_empty.index(last % NUM_STAGES))      # the ring goes on into the next tile
     else:
         for j in range(n_free):
             acc, l_i, m_i = _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars,
@@ -604,10 +669,19 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
     # a row without a finite score has acc = 0 and l_i = 0: its output is 0, as SDPA gives
     l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
     out = acc / gl.where(l_o == 0.0, 1.0, l_o)[:, None]
-    q_tile.store(out.to(dtype))
-    fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_smem)
-    tma.store_wait(pendings=0)
+    if PERSISTENT:
+        # O's own buffer: the previous tile's store must have read it (the issuing thread waits, the CTA barrier
+        # holds the others); the copy is left running, under the next tile, and waited for at the program's end
+        tma.store_wait(pendings=0)
+        gl.thread_barrier()
+        o_smem.reshape([BLOCK_M, HEAD_DIM]).store(out.to(dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(o_desc, [off_b, off_h, start_m * BLOCK_M, 0], o_smem)
+    else:
+        q_tile.store(out.to(dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(o_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_smem)
+        tma.store_wait(pendings=0)
 
 
 @gluon.jit
@@ -677,10 +751,13 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
       loaded; a consumer waits only for blocks the producer loads in order. Consumer 0, stopping one block early,
       has made every release the producer waits for (the last load, of block n_total - 1, waits for block
       n_total - 1 - NUM_STAGES <= n_total - 3: K's released in consumer 0's step n_total - 3, V's in its step
-      n_total - 2, its last).
+      n_total - 2, its last). And a consumer that waits holds nothing that the producer needs: the load of
+      block j waits for block j - NUM_STAGES's releases, which each consumer makes in its steps j - NUM_STAGES
+      (K) and j - NUM_STAGES + 1 <= j - 1 (V), before its step j waits for block j.
 
     The turns (PINGPONG). Each consumer has n_total + 1 rounds (``_consumer``): both consumers have the program's
-    n_total blocks (shown above for 128-row K/V blocks, the only ones PINGPONG takes), so both have the same
+    n_total blocks (shown in the module's docstring, "The consumers in their own partitions", for 128-row K/V
+    blocks, the only ones PINGPONG takes), so both have the same
     number of rounds. Consumer c waits on turns[c] and arrives on turns[1 - c]; each barrier's count is 1, so the
     other consumer's pass of a round completes one phase. turns[1]'s phase t completes with consumer 0's pass of
     round t, which consumer 1's round t waits for (parity t & 1). turns[0]'s phase t completes with consumer 1's
@@ -730,12 +807,97 @@ def _consumer_pair(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars
 
 
 @gluon.jit
+def _tile_count(T, P, pid):
+    """PERSISTENT: how many of the T tiles program pid of P takes (``_tile_of``): one per round of P tiles, the
+    last round, cdiv(T, P) - 1, holding fewer than P when P does not divide T."""
+    rounds = gl.cdiv(T, P)
+    last = rounds - 1
+    pos = gl.where(last % 2 == 0, pid, P - 1 - pid)
+    return last + (last * P + pos < T).to(gl.int32)
+
+
+@gluon.jit
+def _tile_of(i, pid, P, BH, H, n_m):
+    """PERSISTENT: (batch, head, query block) of program pid's i-th tile. The T = BH * n_m tiles are taken heaviest
+    first: tile t is query block n_m - 1 - t // BH of batch*head t % BH. Round i hands tiles [i P, i P + P) to the P
+    programs in order when i is even and in reverse when it is odd (a snake), so that the program that took a
+    round's heaviest tile takes the next round's lightest: with a causal mask a tile's work falls with t, and the
+    programs' sums of work stay within a round's spread of each other, where a plain stride (tile i P + pid) gives
+    program 0 the heaviest tile of every round."""
+    t = i * P + gl.where(i % 2 == 0, pid, P - 1 - pid)
+    bh = t % BH
+    return bh // H, bh % H, n_m - 1 - t // BH
+
+
+@gluon.jit
+def _persistent_producer(q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars, k_empty,
+                         v_empty, H, GROUP, N, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
+                         BLOCK_N: gl.constexpr, CONSUMER_M: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """PERSISTENT: the producer warp over the program's tiles (``_tile_of``): each tile's Q, both halves on q_bar
+    once both consumers have handed Q's buffer back (q_empty, parity (i & 1) ^ 1 for tile i: a fresh barrier passes
+    the first), then its K and V blocks, which go on round the ring from where the previous tile's left off."""
+    n_m = gl.cdiv(N, BLOCK_M)
+    BH = q_desc.shape[0] * H
+    pid = gl.program_id(0)
+    P = gl.num_programs(0)
+    base = 0
+    for i in range(_tile_count(BH * n_m, P, pid)):
+        off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m)
+        if IS_CAUSAL:
+            n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
+        else:
+            n_total = gl.cdiv(N, BLOCK_N)
+        mbarrier.wait(q_empty, (i & 1) ^ 1)
+        mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
+        for c in gl.static_range(2):
+            tma.async_copy_global_to_shared(q_desc, [off_b, off_h, (2 * start_m + c) * CONSUMER_M, 0], q_bar,
+                                            q_smem.index(c))
+        _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b,
+                     off_h // GROUP, BLOCK_N, NUM_STAGES, base)
+        base += n_total
+
+
+@gluon.jit
+def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars,
+                         k_empty, v_empty, l_buf, H, GROUP, N, qk_scale, C: gl.constexpr, IS_CAUSAL: gl.constexpr,
+                         BLOCK_M: gl.constexpr, CONSUMER_M: gl.constexpr, BLOCK_N: gl.constexpr,
+                         HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr, s_layout: gl.constexpr,
+                         o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
+                         PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr):
+    """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
+    ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
+    program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
+    position base (the blocks of the earlier tiles) and its round 0 at base + i (each tile has n_total + 1 rounds);
+    the last O store is waited for before the partition ends."""
+    n_m = gl.cdiv(N, BLOCK_M)
+    BH = k_desc.shape[0] * H
+    pid = gl.program_id(0)
+    P = gl.num_programs(0)
+    base = 0
+    for i in range(_tile_count(BH * n_m, P, pid)):
+        off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m)
+        if IS_CAUSAL:
+            n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
+            n_free = ((2 * start_m + C) * CONSUMER_M) // BLOCK_N
+        else:
+            n_total = gl.cdiv(N, BLOCK_N)
+            n_free = N // BLOCK_N
+        # (PV_IN_FLIGHT is passed on: SOFTMAX_OVERLAP's steps do not read it)
+        _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_free,
+                  n_total, off_b, off_h, off_h // GROUP, 2 * start_m + C, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
+                  HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
+                  PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem)
+        base += n_total
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
 def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     HEAD_DIM: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                     NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False,
                     TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False,
                     REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False,
-                    PINGPONG: gl.constexpr = False):
+                    PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -753,6 +915,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     SPLIT_CONSUMERS (with REGISTER_REALLOC): the two consumers in their own partitions again, as with TWO_CONSUMERS
     (64-row q_desc and o_desc blocks), with setmaxnreg; launched with ``launch_options(128, 128, HEAD_DIM, True,
     True, True, True)``: num_warps=4 and maxnreg 168.
+    PERSISTENT (with SPLIT_CONSUMERS): a persistent grid, launched on ``grid(B, H, N, 128, True, n_sms)`` (one
+    program per SM, at most one per tile), with SPLIT_CONSUMERS' descriptors and options; the tiles are read from
+    N, H and q_desc's shape, the programs from the grid.
     """
     dtype: gl.constexpr = q_desc.dtype
 
@@ -797,6 +962,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # PINGPONG: both consumers take the same n_total + 1 turns, which holds when a key block is a program's two
     # query blocks (see _consumer_pair's "The turns")
     gl.static_assert(BLOCK_N == BLOCK_M or not PINGPONG, "PINGPONG: 128-row K/V blocks")
+    gl.static_assert(SPLIT_CONSUMERS or not PERSISTENT, "PERSISTENT is built on SPLIT_CONSUMERS")
+    # PERSISTENT: both consumers have the tile's n_total blocks (see _persistent_consumer)
+    gl.static_assert(BLOCK_N == BLOCK_M or not PERSISTENT, "PERSISTENT: 128-row K/V blocks")
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
     if PAIR:
@@ -827,6 +995,15 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     else:
         k_empty = k_bars        # not used without a producer warp
         v_empty = v_bars
+    if PERSISTENT:
+        # O's own buffer, one half per consumer, so that a tile's O store runs under the next tile, whose Q is
+        # loaded into Q's buffer once both consumers have handed it back (q_empty, one arrive each)
+        o_smem = gl.allocate_shared_memory(dtype, [2, 1, 1, CONSUMER_M, HEAD_DIM], o_desc.layout)
+        q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(q_empty, count=2)
+    else:
+        o_smem = q_smem         # not used without PERSISTENT
+        q_empty = q_bar
     if PINGPONG:
         # consumer c's turn barrier: the other consumer's one arrive per round completes its phase
         turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
@@ -859,7 +1036,23 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
 
     # Q once (by the warpgroup, before any fork: it is in flight while the producer warp starts), then the K and V
     # loads: the first NUM_STAGES - 1 blocks here and the rest from the steps, or all of them by the producer warp.
-    if PAIR:
+    if PERSISTENT:
+        # The producer loads every tile's Q (_persistent_producer); Q's barrier counts a phase per tile.
+        CONSUMER_REGS: gl.constexpr = _SPLIT_REGS
+        gl.warp_specialize([
+            (_persistent_consumer, (q_smem.index(0), q_bar, q_empty, o_smem.index(0), k_desc, v_desc, o_desc, k_smem,
+                                    v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
+                                    0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
+                                    o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1)),
+            (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
+                                    v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
+                                    1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
+                                    o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0)),
+            (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
+                                    k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
+                                    NUM_STAGES)),
+        ], [4, 1], [CONSUMER_REGS, _PRODUCER_REGS])
+    elif PAIR:
         # Both halves of the Q tile on one barrier: one expect of both tiles' bytes (an expect is also the
         # barrier's one arrive, so a second expect could come after the first tile had completed the phase), two
         # copies. A half wholly past N reads as zeros, and its bytes still count (at N = 130, for instance).
@@ -870,7 +1063,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     else:
         mbarrier.expect(q_bar, q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [off_b, off_h, start_m * BLOCK_M, 0], q_bar, q_smem)
-    if PRODUCER_WARP:
+    if PERSISTENT:
+        pass                    # forked above
+    elif PRODUCER_WARP:
         if ONE_PARTITION:
             # One consumer partition of two warpgroups (8 warps, the default) and the producer warp: the MMAs are all
             # in the default partition, whose setmaxnreg (240) ptxas honours (see "Register reallocation").
@@ -945,16 +1140,21 @@ def splits_q(two_consumers: bool, register_realloc: bool, split_consumers: bool 
     return two_consumers and (split_consumers or not register_realloc)
 
 
-def grid(B: int, H: int, N: int, block_m: int) -> tuple:
+def grid(B: int, H: int, N: int, block_m: int, persistent: bool = False, n_sms: int | None = None) -> tuple:
     """The launch grid: (batch*head, query blocks); the kernel reverses the query blocks itself, from the grid's
-    size along axis 1 (so a launch must use exactly this grid; axis 1 is at most 65535: N <= 65535 * block_m)."""
+    size along axis 1 (so a launch must use exactly this grid; axis 1 is at most 65535: N <= 65535 * block_m).
+    persistent (PERSISTENT): (programs,), one per SM of the GPU (n_sms) and at most one per tile."""
+    if persistent:
+        if not n_sms or n_sms < 1:
+            raise ValueError(f"a persistent grid needs the GPU's number of SMs, got {n_sms!r}")
+        return (min(n_sms, B * H * triton.cdiv(N, block_m)),)
     return (B * H, triton.cdiv(N, block_m))
 
 
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
                 sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
                 softmax_overlap: bool = False, register_realloc: bool = False,
-                split_consumers: bool = False, pingpong: bool = False) -> dict:
+                split_consumers: bool = False, pingpong: bool = False, persistent: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -973,6 +1173,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if pingpong and not split_consumers:
         raise ValueError("pingpong (the Gluon kernel's PINGPONG) needs split_consumers: it orders the products of "
                          "that kernel's two consumer partitions")
+    if persistent and not split_consumers:
+        raise ValueError("persistent (the Gluon kernel's PERSISTENT) needs split_consumers: its programs loop over "
+                         "that kernel's tiles")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -983,7 +1186,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
                 IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
-                SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong))
+                SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1086,7 +1289,7 @@ def specialize(kwargs: dict) -> tuple:
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
                 num_stages: int = 3, num_warps: int | None = None, producer_warp: bool = False,
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
-                split_consumers: bool = False, pingpong: bool = False):
+                split_consumers: bool = False, pingpong: bool = False, persistent: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1104,14 +1307,15 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     if num_warps is None:
         num_warps = REGISTER_REALLOC_WARPS if register_realloc and not split_consumers else NUM_WARPS
     check_config(D, dt, block_m, block_n, num_stages, num_warps, two_consumers=two_consumers,
-                 register_realloc=register_realloc, split_consumers=split_consumers)
+                 register_realloc=register_realloc, split_consumers=split_consumers, persistent=persistent)
     # Tensors on the meta device: no memory, and an address of 0, which is 16-byte aligned like a real one.
     q = torch.empty((B, H, N, D), dtype=dt, device="meta")
     k = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     v = torch.empty((B, H_kv, N, D), dtype=dt, device="meta")
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
-                         register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong)
+                         register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
+                         persistent=persistent)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1121,15 +1325,20 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
 
 
 def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num_warps: int = NUM_WARPS,
-                 two_consumers: bool = False, register_realloc: bool = False, split_consumers: bool = False) -> None:
+                 two_consumers: bool = False, register_realloc: bool = False, split_consumers: bool = False,
+                 persistent: bool = False) -> None:
     """Raise ValueError for a head dim, dtype or tile the kernel does not support (with two_consumers: that the
     TWO_CONSUMERS kernel does not take, ``TWO_CONSUMERS_TILES``; with register_realloc, REGISTER_REALLOC_TILES and 8
-    warps; with split_consumers, SPLIT_CONSUMERS_TILES and 4 warps)."""
+    warps; with split_consumers, SPLIT_CONSUMERS_TILES and 4 warps; with persistent, PERSISTENT_TILES)."""
     import torch
     if dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"the Gluon kernel takes float16 or bfloat16, got {dtype}")
     if D not in SUPPORTED_HEAD_DIMS:
         raise ValueError(f"the Gluon kernel supports head dims {SUPPORTED_HEAD_DIMS}, got {D}")
+    if persistent and (block_m, block_n, num_stages) not in PERSISTENT_TILES:
+        raise ValueError(f"the persistent Gluon kernel takes the tiles (block_m, block_n, num_stages) "
+                         f"{list(PERSISTENT_TILES)} (O's own buffer leaves no room for a third K/V stage at D = 128); "
+                         f"got {block_m}x{block_n} with {num_stages} stages")
     if split_consumers:
         if num_warps != NUM_WARPS:
             raise ValueError(f"the Gluon kernel with its consumer warpgroups split into partitions runs one warpgroup "
@@ -1169,7 +1378,7 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
 def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int | None = None,
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
-            split_consumers: bool = False, pingpong: bool = False):
+            split_consumers: bool = False, pingpong: bool = False, persistent: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1178,7 +1387,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
-    split_consumers = split_consumers or pingpong
+    split_consumers = split_consumers or pingpong or persistent
     register_realloc = register_realloc or split_consumers
     softmax_overlap = softmax_overlap or register_realloc
     two_consumers = two_consumers or softmax_overlap
@@ -1190,10 +1399,11 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     num_stages = default[3] if num_stages is None else num_stages
     opts = launch_options(block_m, block_n, D, producer_warp, two_consumers, register_realloc, split_consumers)
     check_config(D, q.dtype, block_m, block_n, num_stages, opts["num_warps"], two_consumers=two_consumers,
-                 register_realloc=register_realloc, split_consumers=split_consumers)
+                 register_realloc=register_realloc, split_consumers=split_consumers, persistent=persistent)
     if out is None:
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
-                       softmax_overlap, register_realloc, split_consumers, pingpong)
-    _gluon_attn_fwd[grid(B, H, N, block_m)](**args, **opts)
+                       softmax_overlap, register_realloc, split_consumers, pingpong, persistent)
+    n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
+    _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

@@ -210,23 +210,30 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
     inputs.check_gluon_device(label, q)
     from . import gluon_fwd
     two_consumers, register_realloc = "two_consumers" in switches, "register_realloc" in switches
-    split_consumers = "split_consumers" in switches
+    split_consumers, persistent = "split_consumers" in switches, "persistent" in switches
     try:
         gluon_fwd.check_config(q.shape[-1], q.dtype, t.block_m, t.block_n, t.num_stages, t.num_warps,
                                two_consumers=two_consumers, register_realloc=register_realloc,
-                               split_consumers=split_consumers)
+                               split_consumers=split_consumers, persistent=persistent)
     except ValueError as err:       # a refusal, as Triton's of a tile: the caller chooses another stage or tile
         raise TileNotSupportedError(f"{label}: {err}; use a Triton stage (e.g. v13) for this call") from None
     B, H, N, _ = q.shape
-    grid = gluon_fwd.grid(B, H, N, t.block_m)
-    if grid[1] > inputs.MAX_GRID_AXIS1:
+    grid = gluon_fwd.grid(B, H, N, t.block_m, persistent, _sm_count(q.device) if persistent else None)
+    if len(grid) > 1 and grid[1] > inputs.MAX_GRID_AXIS1:
         raise ValueError(f"{label}: grid axis 1 would have {grid[1]} programs, over CUDA's {inputs.MAX_GRID_AXIS1}; "
                          f"split the sequence, or use a larger block_m")
     kwargs = gluon_fwd.kernel_args(q, k, v, out, causal, t.block_m, t.block_n, t.num_stages, sm_scale,
                                    producer_warp="producer_warp" in switches, two_consumers=two_consumers,
                                    softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc,
-                                   split_consumers=split_consumers, pingpong="pingpong" in switches)
+                                   split_consumers=split_consumers, pingpong="pingpong" in switches,
+                                   persistent=persistent)
     return Launch(label, switches, t, grid, kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device) -> int:
+    """The device's number of SMs (a persistent grid's programs)."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def host_descriptors(q, k, v, out, tile: Tile) -> tuple:

@@ -207,6 +207,13 @@ GLUON: Mapping[str, Switch] = {
                "has no named barriers), so that one consumer's softmax runs while the tensor cores run the other's "
                "products instead of the two warpgroups' products interleaving",
                "PINGPONG", requires=("split_consumers",)),
+        Switch("persistent", "v26",
+               "a persistent, heaviest-first grid (FlashAttention-3's tile scheduling): one program per SM loops "
+               "over the 128-row tiles, heaviest first, dealt out in rounds that alternate direction; the producer "
+               "warp loads each tile's Q once both consumers have handed Q's buffer back and goes on round the K/V "
+               "ring into the next tile, and O has its own buffer, so that a tile's O store and the next tile's "
+               "first loads run under the end of the tile before, where a program per tile starts each tile cold",
+               "PERSISTENT", requires=("split_consumers",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

@@ -100,7 +100,12 @@ SPLIT_LOOPED = [name for name in SPLIT_CONFIGS if SPLIT_CONFIGS[name][0][3] > 1]
 # The kernel with PINGPONG (stage v25, on SPLIT_CONSUMERS): v24's configurations with the turns.
 PINGPONG_CONFIGS = {"pp-" + name.removeprefix("sc-"): c for name, c in SPLIT_CONFIGS.items()}
 PINGPONG_LOOPED = [name for name in PINGPONG_CONFIGS if PINGPONG_CONFIGS[name][0][3] > 1]
-SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS}      # the three partitions with setmaxnreg (v24 and v25)
+# The kernel with PERSISTENT (stage v26, on SPLIT_CONSUMERS, with v25's PINGPONG): v25's configurations at two stages
+# (kernels.gluon_fwd.PERSISTENT_TILES).
+PERSISTENT_CONFIGS = {"ps-" + name.removeprefix("pp-"): c for name, c in PINGPONG_CONFIGS.items() if c[5] == 2}
+PERSISTENT_LOOPED = [name for name in PERSISTENT_CONFIGS if PERSISTENT_CONFIGS[name][0][3] > 1]
+# the three partitions with setmaxnreg (v24, v25 and v26)
+SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_CONFIGS}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
 # kernel must be that one, instruction for instruction.
 VERIFIED_PREFIX = "verified:"
@@ -120,7 +125,8 @@ _COMPILE = textwrap.dedent("""
         else:
             k = compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer,
                             two_consumers=two, softmax_overlap=overlap, register_realloc=bool(later and later[0]),
-                            split_consumers=bool(later[1:] and later[1]), pingpong=bool(later[2:] and later[2]))
+                            split_consumers=bool(later[1:] and later[1]), pingpong=bool(later[2:] and later[2]),
+                            persistent=bool(later[3:] and later[3]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -176,7 +182,9 @@ def built(tmp_path_factory):
                **{name: [*c[:6], True, True, True, ""] for name, c in OVERLAP_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True] for name, c in REALLOC_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True] for name, c in SPLIT_CONFIGS.items()},
-               **{name: [*c[:6], True, True, True, "", True, True, True] for name, c in PINGPONG_CONFIGS.items()}}
+               **{name: [*c[:6], True, True, True, "", True, True, True] for name, c in PINGPONG_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True]
+                  for name, c in PERSISTENT_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
@@ -617,7 +625,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 11 and attrs      # the eleven constexprs; N, H divisible by 16
+    assert len(constexprs) == 12 and attrs      # the twelve constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
@@ -625,7 +633,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     assert signature["qk_scale"] == "fp32" and signature["H"] == signature["N"] == "i32"
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
                                    "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC", "SPLIT_CONSUMERS",
-                                   "PINGPONG"]
+                                   "PINGPONG", "PERSISTENT"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert args["SOFTMAX_OVERLAP"] is False and args["SPLIT_CONSUMERS"] is False and args["PINGPONG"] is False
@@ -868,7 +876,7 @@ def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_seri
     assert m["shared"] <= 232448        # the H200's shared memory per block (opt-in)
 
 
-@pytest.mark.parametrize("name", [*SPLIT_LOOPED, *PINGPONG_LOOPED])
+@pytest.mark.parametrize("name", [*SPLIT_LOOPED, *PINGPONG_LOOPED, *PERSISTENT_LOOPED])
 def test_split_consumers_kv_loops(built, name):
     """Four KV loops (each consumer's unmasked and masked), each step per consumer as v23's: q k^T of block j (D/16
     HGMMA 64x128), P V of block j - 1 (8 HGMMA 64 x D), the wait for the scores alone and all 66 exponentials of the
@@ -940,7 +948,7 @@ def _turns(body: list) -> tuple:
     return _barrier(wait), _barrier(arrive)
 
 
-@pytest.mark.parametrize("name", PINGPONG_LOOPED)
+@pytest.mark.parametrize("name", [*PINGPONG_LOOPED, *PERSISTENT_LOOPED])
 def test_pingpong_steps_issue_their_products_in_turn(built, name):
     """Each of the four KV loops: K's and V's ready barriers are waited for, then the consumer's turn barrier, then
     the step's D/16 + 8 HGMMA issued back to back, then an arrive on the other consumer's turn barrier, before the
@@ -988,3 +996,81 @@ def test_pingpong_needs_split_consumers_and_a_kv_block_of_the_program_rows():
                        two_consumers=True, softmax_overlap=True, register_realloc=True, split_consumers=True,
                        pingpong=True)
     assert args["PINGPONG"] and args["q_desc"].block_shape == [1, 1, 64, 64]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PERSISTENT (stage v26): one program per SM loops over the tiles
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", PERSISTENT_CONFIGS)
+def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, name):
+    """v25's registers, products and exponentials (the same HGMMA and MUFU.EX2 counts: the tile loop wraps the same
+    code), and one more mbarrier than v25, Q's "empty", counting the two consumers' releases."""
+    shape, _, _, _, bn, stages = PERSISTENT_CONFIGS[name]
+    m, v25 = built[name], built["pp-" + name.removeprefix("ps-")]
+    assert m["registers"] == v25["registers"]
+    assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
+    counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
+    assert sorted(counts) == sorted(["1"] * (3 + 2 * stages) + ["2"] * (2 * stages + 1))
+
+
+@pytest.mark.parametrize("name", PERSISTENT_CONFIGS)
+def test_persistent_producer_loads_q_and_o_has_its_own_buffer(built, name):
+    """Every TMA load is the producer warp's, Q's two halves too (one warp: a D = 128 row of Q is two 64-column
+    messages from it, where v25's 4-warp consumer issued one instruction per copy): 2 (D/64) for Q and D/64 each for
+    K and V; O's two stores stay; O's own buffer adds a Q tile's bytes of shared memory to v25's; each consumer waits
+    for its previous store before it fills O's buffer, in its tile loop, and for its last before it ends (four waits
+    for the copy engine to have read shared memory, against v25's two)."""
+    shape, _, _, _, bn, stages = PERSISTENT_CONFIGS[name]
+    D = shape[4]
+    m = built[name]
+    assert m["mix"]["UTMALDG"] == 4 * (D // 64) and m["mix"]["UTMASTG"] == 2
+    assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read\s+0;", m["ptx"])) == 4
+    tiles = 2 * (2 * 128 * D + 2 * stages * bn * D)
+    assert tiles <= m["shared"] <= tiles + 1024
+    assert m["shared"] <= 232448
+
+
+def test_persistent_grid_and_its_refusals():
+    """The grid: one program per SM, at most one per tile; the kernel needs SPLIT_CONSUMERS and takes two stages."""
+    from kernels.gluon_fwd import PERSISTENT_TILES, check_config, grid, kernel_args
+    assert grid(2, 16, 16384, 128, True, 132) == (132,)
+    assert grid(1, 4, 130, 128, True, 132) == (8,)
+    assert grid(2, 16, 16384, 128) == (32, 128)
+    with pytest.raises(ValueError, match="number of SMs"):
+        grid(2, 16, 1024, 128, True)
+    q = torch.empty((1, 2, 128, 64), dtype=torch.float16, device="meta")
+    k = torch.empty((1, 1, 128, 64), dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="persistent .* needs split_consumers"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True, two_consumers=True,
+                    softmax_overlap=True, register_realloc=True, persistent=True)
+    assert PERSISTENT_TILES == ((128, 128, 2),)
+    check_config(128, torch.float16, 128, 128, 2, 4, two_consumers=True, register_realloc=True,
+                 split_consumers=True, persistent=True)
+    with pytest.raises(ValueError, match="persistent Gluon kernel takes the tiles"):
+        check_config(128, torch.float16, 128, 128, 3, 4, two_consumers=True, register_realloc=True,
+                     split_consumers=True, persistent=True)
+
+
+def _snake(T: int, P: int) -> list:
+    """The tiles of each of P programs, as kernels.gluon_fwd's _tile_count and _tile_of deal them (a copy in
+    Python of the kernel's arithmetic, which only the GPU runs)."""
+    out = []
+    for pid in range(P):
+        rounds = -(-T // P)
+        last = rounds - 1
+        pos = pid if last % 2 == 0 else P - 1 - pid
+        count = last + int(last * P + pos < T)
+        out.append([i * P + (pid if i % 2 == 0 else P - 1 - pid) for i in range(count)])
+    return out
+
+
+@pytest.mark.parametrize("T,P", [(256, 132), (1024, 132), (4096, 132), (8, 8), (133, 132), (395, 132), (1, 1)])
+def test_persistent_tiles_are_dealt_once_each_and_balanced(T, P):
+    """Every tile goes to exactly one program; with a causal mask's work (tile t of BH = 32 heads: query block
+    n_m - 1 - t // 32, work n_m - t // 32 blocks) the programs' sums stay within the heaviest tile of each other."""
+    dealt = _snake(T, P)
+    assert sorted(t for ts in dealt for t in ts) == list(range(T))
+    n_m = -(-T // 32)
+    work = [sum(n_m - t // 32 for t in ts) for ts in dealt]
+    assert max(work) - min(work) <= n_m

@@ -67,7 +67,10 @@ def cases(quick: bool = False) -> list:
     gqa = [Shape(2, g * 2, 2, 200, d) for g in range(1, 9) for d in (64, 128)]     # every group size 1 to 8
     odd = [Shape(1, 6, 3, n, 128) for n in (333, 1023)]                              # odd, ragged last blocks
     large = [Shape(HEADLINE.B, HEADLINE.H, HEADLINE.H_kv, n, HEADLINE.D) for n in ((1024,) if quick else (1024, 4096))]
-    shapes = small + gqa + odd + large
+    # more 128-row tiles than an H200 has SMs (132), with ragged last blocks: a persistent grid's programs take
+    # several tiles each, the last round partial (3 x 12 x 8 = 288 tiles; 2 x 24 x 7 = 336)
+    many = [Shape(3, 12, 4, 1000, 128), Shape(2, 24, 3, 777, 64)]
+    shapes = small + gqa + odd + large + many
     for name, st in STAGES.items():
         for sh in shapes:
             for dt in dtypes:
