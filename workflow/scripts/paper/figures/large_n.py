@@ -32,7 +32,7 @@ for ax, short in zip(axes.flat, panels):
     ax.set(title=d.label.iloc[0], xlabel="", ylabel="")
     ax.title.set_fontsize(8)
     ax.set_xticks(range(len(order)), ticks)
-    ax.tick_params(axis="x", rotation=60, labelsize=7)
+    ax.tick_params(axis="x", rotation=90, labelsize=7)
 handles = [plt.Rectangle((0, 0), 1, 1, color=colors[n], label=f"N = {n}") for n in Ns]
 handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="0.6", hatch=c.ONE_RUN_HATCH, edgecolor="white",
                              label="one run (no median)"))
