@@ -124,23 +124,22 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path) -> 
     tm = tm[(tm.run == newest) & (tm.set == "n_sweep") & (tm.dtype == "float16") & tm.variant.isin(GLUON_STAGES)]
     for (st, n), mhz in tm.groupby(["variant", "N"]).sm_mhz:
         v.put("gclock", f"{st}@{n}", "range", f"{fixed(mhz.min(), 0)}--{fixed(mhz.max(), 0)}")
-    # The leave-one-out ablations of the last Gluon stage that are no stage: each one's time against that stage's in
-    # the newest run that timed both, float16 at the headline's N (medians over the repeats, each set's own
-    # entries): \val{gloo}{<variant>}{pct} (percent), {run}.
+    # The leave-one-out ablations of each Gluon stage that are no stage (those of the last stage a run timed as its
+    # ablation set): each one's time against its stage's in the newest run that timed both, float16 at the
+    # headline's shape (medians over that run's samples there): \val{gloo}{<variant>}{pct} (percent), {run}.
     ab = pd.read_csv(timings, usecols=["run", "set", "variant", "dtype", "N", "time_us", "headline"],
                      low_memory=False)
     ab = ab[(ab.dtype == "float16") & ab.headline.astype(bool)]
-    last = GLUON_STAGES[-1]
-    for name, sw in loo.items():
-        if stage_of(sw) is not None:
-            continue
-        both = [r for r in sorted(set(ab.run), key=run_number)
-                if {name, last} <= set(ab[ab.run == r].variant)]
-        if both:
-            r = both[-1]
-            here = ab[ab.run == r].groupby("variant").time_us.median()
-            v.put("gloo", name, "pct", f"{100 * (here[name] / here[last] - 1):+.1f}")
-            v.put("gloo", name, "run", r)
+    for st in GLUON_STAGES:
+        for name, sw in leave_one_out(st).items():
+            if stage_of(sw) is not None:
+                continue
+            both = [r for r in sorted(set(ab.run), key=run_number) if {name, st} <= set(ab[ab.run == r].variant)]
+            if both:
+                r = both[-1]
+                here = ab[ab.run == r].groupby("variant").time_us.median()
+                v.put("gloo", name, "pct", f"{100 * (here[name] / here[st] - 1):+.1f}")
+                v.put("gloo", name, "run", r)
     top = int(p.N.max())
     v.macro("GluonMaxN", top)
     for st in GLUON_STAGES:
