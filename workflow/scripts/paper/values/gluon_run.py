@@ -2,8 +2,10 @@
 timed them: run-18 on): each stage's time over cuDNN's at each N of the sweep and dtype
 (\\val{gx}{<stage>@<N>}{<dtype>}, median over its runs of the within-run ratio), the fastest Gluon stage at each N
 in the newest run (\\val{gbest}{<N>}{<dtype>}), the Gluon leader across lengths (gluon_leader.csv), the lengths where the issue's
-goal (at most GOAL_X times cuDNN's time) is met, each stage's change against the one before it at N = 1024 and the
-longest N (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over the runs), the runs that timed
+goal (at most GOAL_X times cuDNN's time) is met, each stage's change against the one before it at N = 512, 1024,
+4096 and the longest N (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over the runs), the
+time of each Gluon stage's leave-one-out ablations that are no stage against the stage's own
+(\\val{gloo}{<variant>}{pct|run}), the runs that timed
 each stage (\\val{gsruns}{<stage>}{list|first|phrase}), the SM clocks of the newest run's samples
 (\\val{gclock}{<stage>@<N>}{range}), and the runs."""
 
