@@ -269,10 +269,13 @@ program loops over tiles (``_persistent_consumer``, ``_persistent_producer``):
   the producer waits with parity (i & 1) ^ 1, which a fresh barrier passes for the first tile). The argument is the
   ring's (``_consumer_pair``) with one slot.
 - The ring goes on from tile to tile: the program's key blocks are numbered across its tiles (a tile's block j is
-  the ring's block base + j, base the blocks of its earlier tiles), so the producer loads the next tile's first
-  blocks as soon as buffers free up at the end of the tile before, and every buffer is now released (each consumer
-  also releases the last block's V, which no load waited for without PERSISTENT). The turns go on likewise: a tile
-  has n_total + 1 rounds, the same for both consumers (128-row K/V blocks), so round 0 of tile i is round base + i.
+  the ring's block base + j, base the blocks of its earlier tiles), and every buffer is now released (each consumer
+  also releases the last block's V, which no load waited for without PERSISTENT). The producer issues the next
+  tile's Q, then its first blocks, once Q's buffer is back: its first K/V loads wait for both consumers' last q k^T
+  product of the tile before, though their ring buffers may have been free earlier, and the consumers then wait
+  for the new Q's latency (one Q buffer: a second, 32 KiB more at D = 128, would let it load under the tile
+  before). The turns go on likewise: a tile has n_total + 1 rounds, the same for both consumers (128-row K/V
+  blocks), so round 0 of tile i is round base + i.
 - O has its own buffer (a 64-row half per consumer, 32 KiB at D = 128: 192 KiB of shared memory with two stages,
   which is why PERSISTENT takes two only): a consumer stores O without waiting for the copy, and before filling the
   buffer for its next tile waits for the previous store to have read it (``store_wait(0)`` by the issuing thread,
@@ -285,7 +288,7 @@ load does not need).
 
 What the sm_90 build shows (tests/test_gluon_build.py): v25's registers, products and exponentials; one more mbarrier
 (Q's "empty", count 2); every TMA load in the producer warp (Q's too) and O's two stores; four waits for a store to
-have read shared memory (two per consumer); 64 KiB more shared memory than v25 (O's buffer). What only the GPU
+have read shared memory (two per consumer); 32 KiB more shared memory than v25 at D = 128 (O's buffer). What only the GPU
 shows: that the tiles are each computed once and right, with several tiles per program and a partial last round
 (the verify grid has shapes of 288 and 336 tiles).
 
@@ -830,18 +833,26 @@ def _tile_of(i, pid, P, BH, H, n_m):
 
 
 @gluon.jit
+def _program_tiles(B, H, N, BLOCK_M: gl.constexpr):
+    """PERSISTENT: (n_m, BH, pid, P, count) of this program: the query blocks per head, the batch*heads, the
+    program's index and the grid's programs (``_tile_of``'s arguments), and how many tiles it takes."""
+    n_m = gl.cdiv(N, BLOCK_M)
+    BH = B * H
+    pid = gl.program_id(0)
+    P = gl.num_programs(0)
+    return n_m, BH, pid, P, _tile_count(BH * n_m, P, pid)
+
+
+@gluon.jit
 def _persistent_producer(q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars, k_empty,
                          v_empty, H, GROUP, N, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                          BLOCK_N: gl.constexpr, CONSUMER_M: gl.constexpr, NUM_STAGES: gl.constexpr):
     """PERSISTENT: the producer warp over the program's tiles (``_tile_of``): each tile's Q, both halves on q_bar
     once both consumers have handed Q's buffer back (q_empty, parity (i & 1) ^ 1 for tile i: a fresh barrier passes
     the first), then its K and V blocks, which go on round the ring from where the previous tile's left off."""
-    n_m = gl.cdiv(N, BLOCK_M)
-    BH = q_desc.shape[0] * H
-    pid = gl.program_id(0)
-    P = gl.num_programs(0)
+    n_m, BH, pid, P, count = _program_tiles(q_desc.shape[0], H, N, BLOCK_M)
     base = 0
-    for i in range(_tile_count(BH * n_m, P, pid)):
+    for i in range(count):
         off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m)
         if IS_CAUSAL:
             n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
@@ -869,12 +880,9 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
     position base (the blocks of the earlier tiles) and its round 0 at base + i (each tile has n_total + 1 rounds);
     the last O store is waited for before the partition ends."""
-    n_m = gl.cdiv(N, BLOCK_M)
-    BH = k_desc.shape[0] * H
-    pid = gl.program_id(0)
-    P = gl.num_programs(0)
+    n_m, BH, pid, P, count = _program_tiles(k_desc.shape[0], H, N, BLOCK_M)
     base = 0
-    for i in range(_tile_count(BH * n_m, P, pid)):
+    for i in range(count):
         off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m)
         if IS_CAUSAL:
             n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
