@@ -59,7 +59,8 @@ on; ``_attn_fwd`` reads every flag and turns USE_TMA and HOST_DESC into one.
    TWO_PHASE set the bounds in ``_attn_fwd``; WARP_SPECIALIZE and OVERLAP_QK shape the loop of ``_kv_steps``).
 4. The softmax step: ``_softmax_pv``, one step of the online softmax and its product with V. The exponential is
    chosen once (``EXP``: ``tl.math.exp2`` or ``tl.exp`` by USE_EXP2); PRESCALE_Q says that Q was scaled at load;
-   LAZY_RESCALE and NO_EXTRA_CASTS change how acc and l_i are updated.
+   LAZY_RESCALE and NO_EXTRA_CASTS change how acc and l_i are updated. (Q_IN_REGISTERS, which only makes Q a
+   computed tensor where ``_attn_fwd`` sets up this state, leaves the step as it is.)
 
 The switches, stage by stage
 ----------------------------
@@ -112,11 +113,14 @@ stage before it does instead; stage v0 (the baseline) has none of them.
   maxima, and skips the rescale, unless some row's maximum grew by more than RESCALE_THRESHOLD; the probabilities
   are then bounded by 2**8 instead of 1. After the first steps the maxima rarely grow that much, so most steps do no
   rescale (FlashAttention-4's conditional rescaling). The result is the same up to rounding.
-- ``q_in_registers`` (v15, ``PRESCALE_Q``): Q is scaled once at load, for another reason than prescale_q's (below):
-  a computed tensor is what Triton keeps in registers as the A operand of the q k^T warpgroup MMA (HGMMA R, R,
-  gdesc), while a tile that was only loaded stays in shared memory and is read again by every step (HGMMA R, gdesc,
-  gdesc). At 64 query rows and BLOCK_N = 64 those reads are half the step's shared-memory traffic, and Q's buffer
-  need not be kept. It compiles to the same code as prescale_q, so both switches set the one flag PRESCALE_Q.
+- ``q_in_registers`` (v15, ``Q_IN_REGISTERS``): Q is made a computed tensor at load, by an exact ``q + 0`` in its
+  own 16-bit type: a computed tensor is what Triton keeps in registers as the A operand of the q k^T warpgroup MMA
+  (HGMMA R, R, gdesc), while a tile that was only loaded stays in shared memory and is read again by every step
+  (HGMMA R, gdesc, gdesc). At 64 query rows and BLOCK_N = 64 those reads are half the step's shared-memory traffic,
+  and Q's buffer need not be kept. The softmax scale stays in the float32 scores (one FFMA per score, as in every
+  other stage): Q is not scaled, and so not rounded again. (``q * 1.0`` would not do: the compiler folds it away and
+  Q is read from shared memory again.) An earlier version scaled Q at load instead, prescale_q's code (PRESCALE_Q,
+  below), whose 16-bit rounding of q x scale lost accuracy at large scores; the two switches now set two flags.
   lazy_rescale is off again.
 - ``three_per_sm`` (v16, host side): 64x64 tiles with 2 stages and at most 168 registers per thread (Triton's
   ``maxnreg``) at every N, so that three programs (12 warps) share each SM instead of two: with Q in registers such
@@ -135,7 +139,8 @@ Our two extensions, in no stage but available to every variant:
 - ``prescale_q`` (``PRESCALE_Q``; claim C10): Q is multiplied by the scale once, when it is loaded (and rounded back
   to 16 bits), so the loop computes ``s - m`` instead of ``s * scale - m``. The article reports that this saves
   nothing, because Triton already fuses the multiplication and subtraction into one FFMA: it only turns the FFMA
-  into an FADD.
+  into an FADD. The 16-bit product loses accuracy as the scores grow (kernels.launcher's note at PRESCALE_SLACK);
+  scaled, Q is also a computed tensor, held in registers as q_in_registers holds it.
 - ``overlap_qk`` (``OVERLAP_QK``): the KV loop is pipelined by hand: the scores of the next block (q @ k^T, an
   asynchronous warpgroup MMA on Hopper) are asked for before the softmax of the current block, so that the tensor
   cores could work while the softmax runs (FlashAttention-3's intra-warpgroup overlap).
@@ -144,14 +149,14 @@ The code
 --------
 
 ``_attn_fwd`` runs the four circuits in order: the schedule, the memory path's opening of this head, the softmax
-step's state (Q scaled or not, m_i, l_i, acc), the loop bounds, the steps (``_kv_steps``, which loads each K tile
-with ``_load_k`` and hands the scores to ``_softmax_pv``, which loads the V tile with ``_load_v``), and the store of
-O. The schedule stays in the body of ``_attn_fwd`` and the exponential is a constexpr, not a ``@triton.jit`` helper,
-on purpose. Triton inlines every helper, and since it compiles with line information, LLVM marks the boundaries of
-each inlined call with labels in the PTX; ptxas's register allocation and schedule change with those labels, even
-where the PTX instructions are the same. The call tree above is the one every variant's machine code was checked
-against, byte for byte, when the kernel was split into these circuits: a new helper (or code moved from one helper
-to another) is a change of the machine code.
+step's state (Q scaled, computed or only loaded; m_i, l_i, acc), the loop bounds, the steps (``_kv_steps``, which
+loads each K tile with ``_load_k`` and hands the scores to ``_softmax_pv``, which loads the V tile with
+``_load_v``), and the store of O. The schedule stays in the body of ``_attn_fwd`` and the exponential is a
+constexpr, not a ``@triton.jit`` helper, on purpose. Triton inlines every helper, and since it compiles with line
+information, LLVM marks the boundaries of each inlined call with labels in the PTX; ptxas's register allocation and
+schedule change with those labels, even where the PTX instructions are the same. The call tree above is the one
+every variant's machine code was checked against, byte for byte, when the kernel was split into these circuits: a
+new helper (or code moved from one helper to another) is a change of the machine code.
 """
 import triton
 import triton.language as tl
@@ -325,7 +330,7 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
               NO_EXTRA_CASTS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, USE_EXP2: tl.constexpr,
               CONST_STRIDES: tl.constexpr, PRESCALE_Q: tl.constexpr, USE_TMA: tl.constexpr,
               HEAVY_FIRST: tl.constexpr, OVERLAP_QK: tl.constexpr, HOST_DESC: tl.constexpr,
-              LAZY_RESCALE: tl.constexpr, HEAD_GROUPS: tl.constexpr):
+              LAZY_RESCALE: tl.constexpr, HEAD_GROUPS: tl.constexpr, Q_IN_REGISTERS: tl.constexpr):
     # The schedule: this program's batch*head (off_bh) and query block (start_m).
     if HEAD_GROUPS:
         # One grid axis, in groups of HEAD_GROUP heads (the last group may be smaller); within a group by query
@@ -402,12 +407,18 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
             v_src = (v_base, stride_vn, stride_vd)
             q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
 
-    # The softmax step's state: Q scaled at load (prescale_q, q_in_registers), and the running statistics.
+    # The softmax step's state: Q scaled at load (prescale_q) or computed (q_in_registers), and the running
+    # statistics.
     if PRESCALE_Q:
         # The loop then subtracts the maximum from s instead of scaling s first. Scaled here, q is also a computed
         # tensor, which Triton keeps in registers as the A operand of the q k^T warpgroup MMA instead of reading it
         # from shared memory at every step.
         q = (q * qk_scale).to(q.dtype)
+    if Q_IN_REGISTERS and not PRESCALE_Q:
+        # A computed tensor, which Triton keeps in registers as the A operand of the q k^T warpgroup MMA, without
+        # the scale (it stays in the float32 scores): q + 0 is exact in q's 16-bit type (-0 becomes +0, which no
+        # product can tell apart), and the compiler keeps it (q * 1.0 it folds away: q is read from shared memory).
+        q = q + 0
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], NO_SCORE, dtype=tl.float32)    # not -inf: the guard of rows without a finite score

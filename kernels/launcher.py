@@ -47,37 +47,42 @@ def max_scaled_scale(D: int) -> float:
 SCORE_DOMAIN_LOG2 = 2.0**28
 
 
-# PRESCALE_Q (prescale_q, q_in_registers) multiplies Q by the scale at load and rounds the product to 16 bits: one
-# more rounding of every element of Q (relative 2^-11), whose error in the scores grows with the scores' magnitude
-# (as the scale or the inputs grow), and a
-# product that overflows 16 bits once |q| x scale x log2(e) > 65504. At the default scale 1/sqrt(D) and below the
-# product cannot overflow (scale x log2(e) < 1) and its error is the one the verify step accepted (measured on the
-# CPU: up to 2.05 times SDPA's error at the default scale, 2.2 to 2.6 times at 2 to 4 times it); above the default,
-# the launch turns PRESCALE_Q off and the scale goes into the float32 scores, as in every other stage (then Q is not
-# held in registers: the variant without q_in_registers). PRESCALE_SLACK lets D ** -0.5 pass as well as 1/sqrt(D).
+# PRESCALE_Q (the prescale_q switch, claim C10; in no stage) multiplies Q by the scale at load and rounds the product
+# to 16 bits: one more rounding of every element of Q (relative 2^-11), whose error in the scores grows with the
+# scores' magnitude (as the scale or the inputs grow), and a product that overflows 16 bits once
+# |q| x scale x log2(e) > 65504. At the default scale 1/sqrt(D) and below the product cannot overflow
+# (scale x log2(e) < 1) and its error is the one the verify step accepted (measured on the CPU when v15-v17 still
+# used this code: up to 2.05 times SDPA's error at the default scale, 2.2 to 2.6 times at 2 to 4 times it); above the
+# default, the launch turns PRESCALE_Q off and the scale goes into the float32 scores, as in every other stage.
+# PRESCALE_SLACK lets D ** -0.5 pass as well as 1/sqrt(D).
+# q_in_registers (v15, and v16, v17 built on it) no longer scales Q: its own flag, Q_IN_REGISTERS, makes Q a computed
+# tensor by an exact q + 0 (so that Triton still holds it in registers as the A operand of the q k^T warpgroup MMA)
+# and leaves the scale in the float32 scores at every scale; those stages neither round q x scale nor warn.
 PRESCALE_SLACK = 1 + 2**-20
 # At the default scale the error still grows with the inputs: measured on an H200 (data/nvidia-h200/probes/
-# guards-v21, tests/test_guards_gpu.py), v15, v16 and v17 are 4.1 to 4.3 times as far from float64 as SDPA when the
-# largest score (x log2(e)) is 2^7, 290 to 440 times at 2^14, and 2.0 to 2.6% off at 2^27 where SDPA is exact, while
-# every other stage is within twice SDPA's error. Unit-normal inputs (every verify grid) stay within it. A launch that prescales says so, once per
+# guards-v21, tests/test_guards_gpu.py) with the old v15, v16 and v17, which then set PRESCALE_Q (the code prescale_q
+# still runs), they were 4.1 to 4.3 times as far from float64 as SDPA when the largest score (x log2(e)) is 2^7, 290
+# to 440 times at 2^14, and 2.0 to 2.6% off at 2^27 where SDPA is exact, while every other stage was within twice
+# SDPA's error. Unit-normal inputs (every verify grid) stay within it. A launch that prescales says so, once per
 # process (PrescaledQWarning), naming a stage that does not.
 
 
 class PrescaledQWarning(UserWarning):
-    """A launch rounds q x scale x log2(e) to 16 bits (PRESCALE_Q: q_in_registers, prescale_q): accurate for scores of
-    a few units, not for large ones (see the note at PRESCALE_SLACK)."""
+    """A launch rounds q x scale x log2(e) to 16 bits (PRESCALE_Q: the prescale_q switch): accurate for scores of a
+    few units, not for large ones (see the note at PRESCALE_SLACK)."""
 
 
 def warn_prescaled_q(label: str) -> None:
     import warnings
-    warnings.warn(f"{label} rounds q x sm_scale x log2(e) to 16 bits at load (q_in_registers / prescale_q): its error "
-                  f"grows with the scores' magnitude, 4 times SDPA's at scores of 2^7 (x log2(e)) on an H200; for "
-                  f"inputs of large magnitude use a stage without it (the default stage, or v14)",
+    warnings.warn(f"{label} rounds q x sm_scale x log2(e) to 16 bits at load (prescale_q): its error grows with the "
+                  f"scores' magnitude, 4 times SDPA's at scores of 2^7 (x log2(e)) on an H200 (measured with this "
+                  f"code in the old v15-v17); for inputs of large magnitude use a stage without it (every "
+                  f"registered stage is one)",
                   PrescaledQWarning, stacklevel=3)
 
 
 def prescales_q(sm_scale: float, D: int) -> bool:
-    """Whether a launch with PRESCALE_Q's switches scales Q at load in 16 bits at this scale (see above)."""
+    """Whether a launch with prescale_q (PRESCALE_Q) scales Q at load in 16 bits at this scale (see above)."""
     return sm_scale <= PRESCALE_SLACK / math.sqrt(D)
 
 
@@ -158,7 +163,7 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         inputs.check_tma(label, q=q, k=k, v=v, out=out)
     if is_gluon(switches):
         return _plan_gluon(label, switches, t, q, k, v, out, causal, float(sm_scale))
-    on = {}     # kernel flag -> on; two switches may set one flag (q_in_registers and prescale_q: PRESCALE_Q)
+    on = {}     # kernel flag -> on (were two switches to set one flag, they are or-ed)
     for name in TRITON_SWITCHES:
         sw = ALL_SWITCHES[name]
         if sw.kernel_arg:
@@ -226,7 +231,7 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                                    producer_warp="producer_warp" in switches, two_consumers=two_consumers,
                                    softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc,
                                    split_consumers=split_consumers, pingpong="pingpong" in switches,
-                                   persistent=persistent)
+                                   persistent=persistent, sections="l2_sections" in switches)
     return Launch(label, switches, t, grid, kwargs)
 
 
@@ -323,9 +328,11 @@ def launch_kernel(launch: Launch):
 #
 # The cached path is Python around the C launcher, so it does each thing once (issue 20): the tensors' pointers are
 # read once, for the key's alignment bits, the alias check of a given output (inputs.AliasCheck.check_ptrs) and the
-# launch (_launch_ptrs); the key is compared with the last one launched before it is hashed; the output comes from
-# PyTorch's low-overhead allocator (fast_empty); the launch's constant arguments are unpacked from one tuple
-# (_Direct), and with host descriptors the kernel's whole argument tuple is kept per set of four pointers.
+# launch (_launch_ptrs); a call with the last signature launched is told by that plan's guard, a C check of the
+# tensors (_same_as_last), without building the key; another key is compared with the last one before it is hashed;
+# the output comes from PyTorch's low-overhead allocator (fast_empty); the launch's constant arguments are unpacked
+# from one tuple (_Direct), and with host descriptors the kernel's whole argument tuple is kept per set of four
+# pointers.
 # workflow/scripts/tools/host_python.py times these parts on a CPU, host_cost.py on a GPU host.
 # ---------------------------------------------------------------------------------------------------------------
 assert tuple(_attn_fwd.arg_names[:len(TENSOR_ARGS)]) == TENSOR_ARGS
@@ -348,6 +355,7 @@ class _Plan:
     direct: "_Direct | None" = None   # the cached launch (_direct), once the JIT has compiled it
     alias: inputs.AliasCheck | None = None   # for a call given its output: check_no_alias from the pointers
     new_out: object = None   # a call without out: allocates it (fast_empty), or None for torch.empty_like
+    fast: "_Fast | None" = None   # the C check that a call has this plan's signature (_guard), once it has one
 
     @property
     def gluon(self) -> bool:
@@ -397,17 +405,123 @@ def _key(q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile) 
             _get_device() if q.is_cuda else inputs.interpreting(),
             (q.requires_grad or k.requires_grad or v.requires_grad) and _is_grad_enabled(),
             type(causal), causal, type(stage), stage, type(sm_scale), sm_scale, switches,
-            tuple((key, type(val), val) for key, val in tile.items()) if tile else ())
+            _tile_key(tile) if tile else ())
+
+
+def _tile_key(tile: dict) -> tuple:
+    return tuple((key, type(val), val) for key, val in tile.items())
 
 
 # The last signature launched from the cache and its plan (one tuple: threads replace it whole), so that a call with
-# the signature of the one before compares keys instead of hashing one (the comparison is the dictionary's own).
+# the signature of the one before compares keys instead of hashing one (the comparison is the dictionary's own) or,
+# once the plan has its guard (plan.fast), passes that guard instead of building its key.
 _last: tuple = (None, None)
 
 
-def _remember(key, plan) -> None:
+def _remember(key, plan, same: bool, q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile) -> None:
+    """After a cached launch that built its key: the key becomes the last one, and the plan gets a guard if it has
+    none, or a new one if its guard failed on a call of this very signature (`same`: made under another inference
+    mode or dispatch state, or from an inference tensor; see the note at _WITNESS)."""
     global _last
-    _last = (key, plan)
+    if same or plan.fast is None:
+        fast = _guard(q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile)
+        if fast is not None:
+            plan.fast = fast        # one attribute, replaced whole: a thread reads the old guard or the new one
+    if not same:
+        _last = (key, plan)
+
+
+# The guard of a plan: whether a call has the signature of the last one without building its key (2.8 us of ~30
+# tensor methods on this CPU, 4-8 us on the H200's host): PyTorch's C check of a tensor's properties, the one
+# Dynamo's guards use (torch._C._dynamo.guards.TensorGuards; 0.4 us for q, k, v and _WITNESS here), and the rest of
+# the key in Python (_same_as_last; 1.3 us in all here, against 2.9 for the key and its comparison). TensorGuards'
+# TensorCheck compares, per tensor, the Python type (exactly), the dispatch key set (the device type, the layout's
+# kind, and the negation, conjugation and ZeroTensor bits), the dtype, the device index, requires_grad, and the
+# sizes and strides (given as "dynamic dims" lists of ints they are all compared); it also fails when one tensor
+# object is passed twice. It reads no address (the alignment is checked in Python) and not the grad mode (the key's
+# grad bit is checked in Python). A plan's guard is made once (6 us here), at its first launch from the cache; a
+# call of another signature than the last pays a failed check (0.7 us here) before it builds its key.
+#
+# Thread-local state: TensorCheck compares the key sets after applying the thread's local dispatch sets,
+# (keys | included) - excluded (LocalState::apply), when made and when checked. Under an exclusion of Negative a
+# negated view would pass a guard made from a plain tensor; so every check includes _WITNESS, a tensor with the
+# Negative, Conjugate and ZeroTensor bits: excluding any of them at check time changes the witness's keys, and
+# including any changes the call's tensors' (an accepted call's tensors have none), so either fails the guard. A guard
+# is made only where the thread's sets touch none of these bits and include no backend bit (the device type is in the
+# key set alone, and an exclusion never removes a backend bit), so that what it records is the tensors' own.
+# inference_mode excludes the autograd keys: a guard made outside it fails inside it and the other way round, and
+# so does an inference tensor against a normal one; such a call builds its key (same plan) and remakes the guard.
+try:
+    from torch._C._dynamo.guards import TensorGuards as _TensorGuards
+    _WITNESS = torch._neg_view(torch._efficientzerotensor((1,), dtype=torch.complex64).conj())
+    _DKS, _DK = torch._C.DispatchKeySet, torch._C.DispatchKey
+    _LAZY_BITS = (_DKS(_DK.Negative) | _DKS(_DK.Conjugate) | _DKS(_DK.ZeroTensor)).raw_repr()
+    _BACKEND_BITS = _DKS(_DK.Dense).raw_repr() - 1      # the backend bits lie below the first functionality's
+    assert _WITNESS.is_neg() and _WITNESS.is_conj() and _WITNESS._is_zerotensor() and _BACKEND_BITS > 0
+except Exception:   # a torch without them: every call builds its key
+    _TensorGuards = None
+
+
+class _Fast(NamedTuple):
+    """A plan's guard (_guard): for a call of its form, TensorGuards and the rest of the key that it does not hold."""
+
+    tensors: object     # TensorGuards over (q, k, v), or (q, k, v, out), and _WITNESS
+    form: int           # 0: no out; 1: out given; 2: out is q (TensorGuards refuses one tensor twice)
+    cuda: bool          # the key's device entry: the current CUDA device, or (CPU tensors) the interpreter flag
+    device: object
+    grad: bool | None   # the grad mode the key's grad bit was taken in; None: no tensor requires grad (bit off)
+    causal: object      # the options, to compare by identity or by type and value as the key does
+    stage: object
+    sm_scale: object
+    switches: object
+    tile: tuple         # _tile_key(tile)
+
+
+def _guard(q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile) -> _Fast | None:
+    """The guard of this call's signature, or None where it cannot be exact: no TensorGuards, a pointer off 16 bytes
+    (rare; the key holds its remainder), one tensor passed twice (but out=q), or a dispatch state that hides a bit."""
+    form = 0 if out is None else 2 if out is q else 1
+    tensors = (q, k, v) if form != 1 else (q, k, v, out)
+    if (_TensorGuards is None or (qp | kp | vp | (op or 0)) & 15 or q is k or q is v or k is v
+            or form == 1 and (out is k or out is v)):
+        return None
+    include = torch._C._dispatch_tls_local_include_set().raw_repr()
+    exclude = torch._C._dispatch_tls_local_exclude_set().raw_repr()
+    if (include | exclude) & _LAZY_BITS or include & _BACKEND_BITS:
+        return None
+    tensors += (_WITNESS,)
+    try:
+        guard = _TensorGuards(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                              dynamic_dims_strides=[list(t.stride()) for t in tensors])
+        cuda = q.is_cuda
+        return _Fast(guard, form, cuda, _get_device() if cuda else inputs.interpreting(),
+                     _is_grad_enabled() if q.requires_grad or k.requires_grad or v.requires_grad else None,
+                     causal, stage, sm_scale, switches, _tile_key(tile) if tile else ())
+    except Exception:   # a tensor it cannot describe: that signature builds its key (the launch has happened)
+        return None
+
+
+def _same_as_last(fast: _Fast, q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile) -> bool:
+    """Whether this call's key would be that of the plan `fast` guards (False may still be the same key: the call
+    then builds it). Everything the key holds: the tensors' (TensorGuards, and the 16-byte alignment: a ZeroTensor,
+    whatever its address, differs in its dispatch keys), the device entry, the grad bit, and the options, each of
+    the same type and value (an identical object is both)."""
+    guards, form, cuda, device, grad, causal_, stage_, sm_scale_, switches_, tile_ = fast
+    if out is None:
+        if form or (qp | kp | vp) & 15 or not guards.check(q, k, v, _WITNESS):
+            return False
+    elif out is q:
+        if form != 2 or (qp | kp | vp) & 15 or not guards.check(q, k, v, _WITNESS):
+            return False
+    elif form != 1 or (qp | kp | vp | op) & 15 or not guards.check(q, k, v, out, _WITNESS):
+        return False
+    return ((_get_device() if cuda else inputs.interpreting()) == device
+            and (grad is None or _is_grad_enabled() is grad)
+            and (causal is causal_ or type(causal) is type(causal_) and causal == causal_)
+            and (stage is stage_ or type(stage) is type(stage_) and stage == stage_)
+            and (sm_scale is sm_scale_ or type(sm_scale) is type(sm_scale_) and sm_scale == sm_scale_)
+            and (switches is switches_ or switches == switches_)
+            and (_tile_key(tile) if tile else ()) == tile_)
 
 
 def contiguous_strides(shape) -> tuple:
@@ -634,9 +748,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     Returns the output, (B, H, N, D), in q's dtype.
 
     sm_scale: default 1/sqrt(D); any scale with sm_scale x log2(e) from FP32_MIN_NORMAL to max_scaled_scale(D)
-    (about 1e26 at D = 128), so that no score of float16-range inputs overflows float32. The stages that scale Q at
-    load in 16 bits (q_in_registers, prescale_q) do so at the default scale and below; above it the scale goes into
-    the float32 scores instead (see prescales_q). Rows that see no finite score (every key masked or -inf) give 0,
+    (about 1e26 at D = 128), so that no score of float16-range inputs overflows float32. A variant with prescale_q (no
+    stage has it) scales Q at load in 16 bits at the default scale and below; above it the scale goes into the
+    float32 scores instead (see prescales_q). Rows that see no finite score (every key masked or -inf) give 0,
     as PyTorch's scaled_dot_product_attention. On a GPU the output is right while every row's largest score
     q.k x sm_scale x log2(e) is below 2^28 in magnitude (SCORE_DOMAIN_LOG2; beyond, the probabilities can overflow
     float16 and the row is NaN: see the note at SCORE_DOMAIN_LOG2).
@@ -650,15 +764,21 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     try:
         qp, kp, vp = q.data_ptr(), k.data_ptr(), v.data_ptr()
         op = None if out is None else out.data_ptr()
-        key = _key(q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile)
         last_key, plan = _last
-        if key != last_key:     # the signature of the call before this one needs no hashing
-            plan, last_key = _PLANS.get(key), None
+        fast = None if plan is None else plan.fast
+        if fast is not None and _same_as_last(fast, q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches,
+                                              tile):
+            key = last_key      # the last call's signature, by its guard
+        else:
+            fast, key = None, _key(q, k, v, out, qp, kp, vp, op, causal, stage, sm_scale, switches, tile)
+            if key != last_key:     # the signature of the call before this one needs no hashing
+                plan, last_key = _PLANS.get(key), None
     except Exception:  # a non-tensor, an unhashable option: the full path names the problem
         key = plan = None
     if plan is not None:
         direct = plan.direct
         if direct is not None and not (_ENTER.calls or _EXIT.calls):      # the cached launch
+            given = out
             if out is None:
                 new_out = plan.new_out
                 out = new_out() if new_out is not None else _empty_like(q, memory_format=_CONTIGUOUS)
@@ -666,8 +786,9 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
             else:
                 plan.alias.check_ptrs(qp, kp, vp, op, q, k, v, out)     # pointers change from call to call
             _launch_ptrs(direct, qp, kp, vp, op)
-            if last_key is None:
-                _remember(key, plan)
+            if fast is None:        # the key was built: remember it, and give the plan a guard
+                _remember(key, plan, last_key is not None, q, k, v, given, qp, kp, vp, None if given is None else op,
+                          causal, stage, sm_scale, switches, tile)
             return out
     out_given = out
     if out is None:

@@ -363,23 +363,41 @@ def test_head_groups_only_renumbers_the_programs(stages):
     assert loops[hg] == loops[previous_stage(hg)] and loops[hg]
 
 
-def test_q_in_registers_and_prescale_q_are_one_kernel_flag(tmp_path):
-    """Both switches scale Q at load, one code path of the kernel (PRESCALE_Q): the launch sets the flag for either
-    switch or both (two switches of one flag are or-ed, not overwritten), and v15 with prescale_q in place of
-    q_in_registers compiles to the same machine code."""
+def test_q_in_registers_and_prescale_q_are_two_kernel_flags(tmp_path):
+    """Two switches, two code paths (issue 22): q_in_registers (Q_IN_REGISTERS) makes Q a computed tensor by an
+    exact q + 0 and keeps the scale in the float32 scores; prescale_q (PRESCALE_Q) scales Q at load in 16 bits. The
+    launch sets each flag for its own switch only. Built for sm_90, v15 and v15 with prescale_q in place of
+    q_in_registers both feed the q k^T warpgroup MMA from registers (HGMMA R, R, gdesc); in the KV loop v15 keeps
+    prescale_q's FADDs as FFMAs (s x scale - m, fused), one for one, and it has no multiplication of Q at load."""
+    import re
     import torch
     from kernels.flash_fwd import _attn_fwd
     from kernels.launcher import plan_launch
     from kernels.shapes import HEADLINE
     from kernels.stages import STAGES as REGISTRY, stage_adding, switches_label
-    assert "Q_IN_REGISTERS" not in _attn_fwd.arg_names
+    assert {"Q_IN_REGISTERS", "PRESCALE_Q"} <= set(_attn_fwd.arg_names)
     q, k, v = HEADLINE.tensors(fill="empty")
     for switches in ({"q_in_registers"}, {"prescale_q"}, {"q_in_registers", "prescale_q"}, set()):
-        assert plan_launch(q, k, v, torch.empty_like(q), switches=switches).kwargs["PRESCALE_Q"] is bool(switches)
+        kwargs = plan_launch(q, k, v, torch.empty_like(q), switches=switches).kwargs
+        assert (kwargs["Q_IN_REGISTERS"], kwargs["PRESCALE_Q"]) == ("q_in_registers" in switches,
+                                                                     "prescale_q" in switches), switches
     v15 = stage_adding("q_in_registers")
     twin = switches_label(REGISTRY[v15].switches - {"q_in_registers"} | {"prescale_q"})
     tile = REGISTRY[v15].tile.label()
-    build(tmp_path, "--variants", v15, twin, "--archs", "90", "--tiles", tile)
-    v15_sass, twin_sass = ((tmp_path / "sm_90" / f"{variant}_{tile}" / "kernel.sass").read_bytes()
-                           for variant in (v15, twin))
-    assert v15_sass == twin_sass
+    t = build(tmp_path, "--variants", v15, twin, "--archs", "90", "--tiles", tile)
+    listing = {variant: (tmp_path / "sm_90" / f"{variant}_{tile}" / "kernel.sass").read_text()
+               for variant in (v15, twin)}
+    counts = {}
+    for variant, text in listing.items():
+        m = t[(variant, 90, tile)]
+        assert m["compiles"] == 1 and m["spill_stores"] == 0 and m["local_bytes"] == 0, variant
+        qk = [line for line in text.splitlines()
+              if re.search(r"HGMMA\.64x\d+x16\.F32\s", line) and ".tnspB" not in line]
+        assert qk and all(re.search(r"HGMMA\S*\s+R\d+,\s*R\d+,\s*gdesc", line) for line in qk), variant
+        start, end, ins = max(_loops(text), key=lambda loop: loop[1] - loop[0])     # the unmasked KV loop
+        body = [u for a, u in ins if start <= a <= end]
+        counts[variant] = {op: sum(1 for u in body if re.match(rf"(@!?U?P\w+\s+)?{op}\b", u))
+                           for op in ("FADD", "FFMA")}
+    fused = counts[v15]["FFMA"] - counts[twin]["FFMA"]
+    assert fused > 0 and counts[twin]["FADD"] - counts[v15]["FADD"] == fused, counts
+    assert t[(v15, 90, tile)]["sass.FMUL"] < t[(twin, 90, tile)]["sass.FMUL"]

@@ -412,15 +412,18 @@ def test_sm_scale_that_could_overflow_the_float32_scores_is_refused(D):
 
 
 def test_a_launch_that_prescales_q_in_16_bits_warns():
-    """v15-v17 round q x scale x log2(e) to 16 bits at the default scale: accurate for unit-normal inputs only (on an
-    H200, 4 times SDPA's error at scores of 2^7); the launch says so and names a stage without it. Above the
-    default scale, or at a stage without the switch, nothing is said."""
+    """prescale_q (claim C10; in no stage) rounds q x scale x log2(e) to 16 bits at the default scale: accurate for
+    unit-normal inputs only (on an H200, 4 times SDPA's error at scores of 2^7, measured with that code in the old
+    v15-v17); the launch says so and names a stage without it. Above the default scale, or without the switch,
+    nothing is said: v15-v17 (q_in_registers) no longer scale Q (issue 22), and do not warn."""
     import warnings
     from kernels.launcher import PrescaledQWarning, plan_launch
+    from kernels.stages import STAGES
     q, k, v = (torch.randn(1, h, 16, 64).half() for h in (2, 1, 1))
-    with pytest.warns(PrescaledQWarning, match=r"v15 rounds q x sm_scale.*use a stage without it"):
-        plan_launch(q, k, v, torch.empty_like(q), stage="v15")
+    with pytest.warns(PrescaledQWarning, match=r"v7\+prescale_q rounds q x sm_scale.*use a stage without it"):
+        plan_launch(q, k, v, torch.empty_like(q), switches=STAGES["v7"].switches | {"prescale_q"})
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrescaledQWarning)
-        plan_launch(q, k, v, torch.empty_like(q), stage="v14")
-        plan_launch(q, k, v, torch.empty_like(q), stage="v15", sm_scale=1.0)
+        for stage in ("v14", "v15", "v16", "v17"):
+            plan_launch(q, k, v, torch.empty_like(q), stage=stage)
+        plan_launch(q, k, v, torch.empty_like(q), switches=STAGES["v7"].switches | {"prescale_q"}, sm_scale=1.0)

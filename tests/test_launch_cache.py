@@ -507,3 +507,317 @@ def test_descriptor_maps_are_filled_anew_when_the_cache_size_is_zero(fake_fill, 
         expected = (*(a for d, p in zip(direct.descs, ptrs) for a in d.args(p)), 1.0, 2, 3)
         assert launches[-1][13:] == expected and launches[-1][:3] == (2, 1, 1)
         assert [a[1] for a in launches[-1][13:] if isinstance(a, tuple)] == list(ptrs)   # each map of its address
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The guard (issue 20): a call with the signature of the last one launched from the cache is told by the plan's guard
+# (launcher._guard, TensorGuards and the rest of the key in Python) instead of its key. It must never pass a call
+# whose key differs; these tests would fail with any one of its checks left out.
+# ---------------------------------------------------------------------------------------------------------------
+class _Sub(torch.Tensor):
+    pass
+
+
+def _call(q, k, v, out=None, causal=True, stage="v7", sm_scale=None, switches=None, **tile):
+    return dict(q=q, k=k, v=v, out=out, causal=causal, stage=stage, sm_scale=sm_scale, switches=switches, tile=tile)
+
+
+def _ptrs(c):
+    return (c["q"].data_ptr(), c["k"].data_ptr(), c["v"].data_ptr(), None if c["out"] is None else c["out"].data_ptr())
+
+
+def _args(c):
+    return (c["q"], c["k"], c["v"], c["out"], *_ptrs(c), c["causal"], c["stage"], c["sm_scale"], c["switches"],
+            c["tile"])
+
+
+def _misaligned(t):
+    buf = torch.empty(t.numel() + 1, dtype=t.dtype)
+    return buf[1:].view(t.shape).copy_(t)
+
+
+def _padded(t):
+    """t with its rows contiguous and a head stride of twice its rows (v7 compiles contiguous rows' strides)."""
+    B, H, N, D = t.shape
+    buf = torch.zeros(B, H, 2 * N, D, dtype=t.dtype)
+    buf[:, :, :N] = t
+    return buf[:, :, :N]
+
+
+def _exclude(*keys):
+    ks = torch._C.DispatchKeySet(keys[0])
+    for key in keys[1:]:
+        ks = ks | torch._C.DispatchKeySet(key)
+    return torch._C._ExcludeDispatchKeyGuard(ks)
+
+
+_NEG = torch._C.DispatchKey.Negative
+
+
+def _inference_tensors(q, k, v):
+    with torch.inference_mode():
+        return q.clone(), k.clone(), v.clone()
+
+
+# name -> (the base call's change (q, k, v -> _call), the context of the checked call, whether its key is the base's)
+_GUARD_CASES = {
+    "stride": (lambda q, k, v: _call(q.transpose(1, 2).contiguous().transpose(1, 2), k, v), None, False),
+    "shape": (lambda q, k, v: _call(*qkv(N=8)), None, False),
+    "neg view": (lambda q, k, v: _call(q, torch._neg_view(k), v), None, False),
+    "conj bit, complex": (lambda q, k, v: _call(*(t.to(torch.complex64) for t in (q, k)), v.to(torch.complex64)
+                                                .conj()), None, False),
+    "conj bit, real": (lambda q, k, v: _call(q, k, real_with_conj_bit(v)), None, False),
+    "ZeroTensor": (lambda q, k, v: _call(q, k, torch._efficientzerotensor(v.shape, dtype=v.dtype)), None, False),
+    "ZeroTensor view": (lambda q, k, v: _call(q, k, torch._efficientzerotensor((2, 1, 16, 16), dtype=v.dtype)[1:]),
+                        None, False),
+    "subclass": (lambda q, k, v: _call(q.as_subclass(_Sub), k, v), None, False),
+    "Parameter": (lambda q, k, v: _call(q, torch.nn.Parameter(k, requires_grad=False), v), None, False),
+    "dtype": (lambda q, k, v: _call(q.bfloat16(), k.bfloat16(), v.bfloat16()), None, False),
+    "requires_grad, grad mode on": (lambda q, k, v: _call(q, k, v.clone().requires_grad_()), None, False),
+    "misaligned pointer": (lambda q, k, v: _call(_misaligned(q), k, v), None, False),
+    "out given": (lambda q, k, v: _call(q, k, v, out=torch.empty_like(q)), None, False),
+    "out is q": (lambda q, k, v: _call(q, k, v, out=q), None, False),
+    "meta device": (lambda q, k, v: _call(q.to("meta"), k.to("meta"), v.to("meta")), None, False),
+    "causal False": (lambda q, k, v: _call(q, k, v, causal=False), None, False),
+    "causal 1": (lambda q, k, v: _call(q, k, v, causal=1), None, False),
+    "sm_scale 0.25": (lambda q, k, v: _call(q, k, v, sm_scale=0.25), None, False),
+    "stage v4": (lambda q, k, v: _call(q, k, v, stage="v4"), None, False),
+    "switches": (lambda q, k, v: _call(q, k, v, stage=None, switches=frozenset({"exp2"})), None, False),
+    "tile": (lambda q, k, v: _call(q, k, v, block_m=16), None, False),
+    "inference mode": (lambda q, k, v: _call(q, k, v), torch.inference_mode, True),
+    "inference tensors": (lambda q, k, v: _call(*_inference_tensors(q, k, v)), None, True),
+    "Negative excluded, neg view": (lambda q, k, v: _call(q, torch._neg_view(k), v), lambda: _exclude(_NEG), False),
+}
+
+
+@pytest.mark.parametrize("what", list(_GUARD_CASES))
+def test_the_guard_refuses_a_call_of_another_signature(what):
+    """The guard made from a call passes a clone of it, and refuses each call that differs in one thing: every key
+    difference (the key being the cache's source of truth), and, stricter than the key, inference mode and
+    inference tensors (those calls build their key and find the same plan)."""
+    q, k, v = qkv()
+    base = _call(q, k, v)
+    fast = attn._guard(*_args(base))
+    assert fast is not None
+    assert attn._same_as_last(fast, *_args(_call(*(t.clone() for t in (q, k, v)))))
+    change, context, same_key = _GUARD_CASES[what]
+    other = change(q, k, v)
+    with (context or contextlib_null)():
+        try:
+            key = attn._key(*_args(other))
+        except Exception:  # noqa: BLE001  (no key: the full path)
+            key = None
+        assert (key == attn._key(*_args(base))) is same_key
+        try:
+            passed = attn._same_as_last(fast, *_args(other))
+        except Exception:  # noqa: BLE001  (in `attention`: the full path)
+            passed = False
+    assert not passed, f"{what}: the guard passed a call of another signature"
+
+
+@pytest.mark.parametrize("base, others", [
+    (dict(sm_scale=1.0), [dict(sm_scale=1), dict(sm_scale=True), dict(sm_scale=0.5)]),
+    (dict(sm_scale=1), [dict(sm_scale=1.0), dict(sm_scale=True)]),
+    (dict(causal=True), [dict(causal=1), dict(causal=1.0), dict(causal=False)]),
+    (dict(block_m=32), [dict(block_m=32.0), dict(block_m=True), dict(block_n=32), dict()]),
+    (dict(block_m=1), [dict(block_m=True), dict(block_m=1.0)]),
+    (dict(), [dict(block_m=32)]),
+    (dict(stage="v7"), [dict(stage="v4"), dict(stage=None)]),
+])
+def test_the_guard_compares_options_by_type_and_value(base, others):
+    """1, True and 1.0 are equal in Python but not in the key (each has its type): the guard refuses each for the
+    other; an equal value of the same type that is another object passes (a stage name built at run time)."""
+    q, k, v = qkv()
+    fast = attn._guard(*_args(_call(q, k, v, **base)))
+    same = {key: (val if not isinstance(val, str) else "".join(list(val))) for key, val in base.items()}
+    assert attn._same_as_last(fast, *_args(_call(q, k, v, **same)))
+    for other in others:
+        assert attn._key(*_args(_call(q, k, v, **other))) != attn._key(*_args(_call(q, k, v, **base)))
+        assert not attn._same_as_last(fast, *_args(_call(q, k, v, **other))), other
+
+
+def test_requires_grad_passes_the_guard_under_no_grad_only():
+    """A guard made under no_grad from a tensor that requires grad passes the same call under no_grad and refuses it
+    with grad mode on (the full path then refuses it); the interpreter flag and the CUDA device are checked too."""
+    q, k, v = qkv()
+    v = v.clone().requires_grad_()
+    with torch.no_grad():
+        fast = attn._guard(*_args(_call(q, k, v)))
+        assert attn._same_as_last(fast, *_args(_call(q, k, v)))
+    assert torch.is_grad_enabled() and not attn._same_as_last(fast, *_args(_call(q, k, v)))
+    with torch.no_grad():
+        assert not attn._same_as_last(fast, *_args(_call(q, k, v.detach())))    # requires_grad differs
+
+
+def test_the_guard_checks_the_interpreter_flag_and_the_cuda_device(monkeypatch):
+    q, k, v = qkv()
+    fast = attn._guard(*_args(_call(q, k, v)))
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert not attn._same_as_last(fast, *_args(_call(q, k, v)))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert attn._same_as_last(fast, *_args(_call(q, k, v)))
+    cuda = fast._replace(cuda=True, device=0)          # the guard of a CUDA call: compares the current device
+    monkeypatch.setattr(attn, "_get_device", lambda: 0)
+    assert attn._same_as_last(cuda, *_args(_call(q, k, v)))
+    monkeypatch.setattr(attn, "_get_device", lambda: 1)
+    assert not attn._same_as_last(cuda, *_args(_call(q, k, v)))
+
+
+def test_no_guard_where_it_could_not_be_exact(monkeypatch):
+    """No guard (the key decides) for a misaligned pointer, one tensor passed twice, a dispatch state that hides a
+    lazy bit when the guard is made, or a torch without TensorGuards; a guard made outside a dispatch exclusion
+    refuses every call inside it (the witness's bits change)."""
+    q, k, v = qkv()
+    assert attn._guard(*_args(_call(_misaligned(q), k, v))) is None
+    assert attn._guard(*_args(_call(k, k, k))) is None
+    assert attn._guard(*_args(_call(q, k, v, out=k))) is None
+    with _exclude(_NEG):
+        assert attn._guard(*_args(_call(q, k, v))) is None
+    fast = attn._guard(*_args(_call(q, k, v)))
+    with _exclude(torch._C.DispatchKey.ZeroTensor):
+        assert not attn._same_as_last(fast, *_args(_call(q, k, v)))
+    with _exclude(torch._C.DispatchKey.Conjugate):
+        assert not attn._same_as_last(fast, *_args(_call(q, k, real_with_conj_bit(v))))
+    assert attn._same_as_last(fast, *_args(_call(q, k, v)))
+    monkeypatch.setattr(attn, "_TensorGuards", None)
+    assert attn._guard(*_args(_call(q, k, v))) is None
+
+
+@pytest.fixture
+def served(direct, monkeypatch):
+    """The plans that cached launches were served (by their direct launch)."""
+    plans = []
+    real = attn._launch_ptrs
+    monkeypatch.setattr(attn, "_launch_ptrs", lambda d, *ptrs: (plans.append(d), real(d, *ptrs))[1])
+    return plans
+
+
+# name -> (q, k, v -> _call, the context, None or (error, message) of the full path)
+_END_TO_END = {
+    "stride": (lambda q, k, v: _call(_padded(q), k, v), None, None),
+    "shape": (lambda q, k, v: _call(*qkv(N=8)), None, None),
+    "neg view": (lambda q, k, v: _call(q, torch._neg_view(k), v), None, (ValueError, "negation bit")),
+    "conj bit": (lambda q, k, v: _call(q, k, real_with_conj_bit(v)), None, (ValueError, "conjugation bit")),
+    "ZeroTensor": (lambda q, k, v: _call(q, k, torch._efficientzerotensor(v.shape, dtype=v.dtype)), None,
+                   (ValueError, "ZeroTensor")),
+    "subclass": (lambda q, k, v: _call(q.as_subclass(_Sub), k, v), None, None),
+    "dtype float32": (lambda q, k, v: _call(q.float(), k.float(), v.float()), None, (TypeError, "q has dtype")),
+    "dtype bfloat16": (lambda q, k, v: _call(q.bfloat16(), k.bfloat16(), v.bfloat16()), None,
+                       (ValueError, "bfloat16 in Triton's interpreter")),
+    "requires_grad, grad mode": (lambda q, k, v: _call(q, k, v.clone().requires_grad_()), None,
+                                 (ValueError, "requires grad")),
+    "requires_grad, no_grad": (lambda q, k, v: _call(q, k, v.clone().requires_grad_()), torch.no_grad, None),
+    "misaligned pointer": (lambda q, k, v: _call(_misaligned(q), k, v), None, None),
+    "out given": (lambda q, k, v: _call(q, k, v, out=torch.empty_like(q)), None, None),
+    "out is q": (lambda q, k, v: _call(q.clone(), k, v, out="q"), None, None),
+    "causal False": (lambda q, k, v: _call(q, k, v, causal=False), None, None),
+    "causal 1": (lambda q, k, v: _call(q, k, v, causal=1), None, (TypeError, "causal must be True or False")),
+    "sm_scale 0.25": (lambda q, k, v: _call(q, k, v, sm_scale=0.25), None, None),
+    "sm_scale True": (lambda q, k, v: _call(q, k, v, sm_scale=True), None, (ValueError, "sm_scale must be")),
+    "stage v4": (lambda q, k, v: _call(q, k, v, stage="v4"), None, None),
+    "tile": (lambda q, k, v: _call(q, k, v, block_m=16), None, None),
+    "tile 32.0": (lambda q, k, v: _call(q, k, v, block_m=32.0), None, (TypeError, "block_m must be an int")),
+    "inference mode": (lambda q, k, v: _call(q, k, v), torch.inference_mode, None),
+    "inference tensors": (lambda q, k, v: _call(*_inference_tensors(q, k, v)), None, None),
+}
+
+
+def _attend(c):
+    out = c["q"] if isinstance(c["out"], str) else c["out"]
+    return attention(c["q"], c["k"], c["v"], out=out, causal=c["causal"], stage=c["stage"], sm_scale=c["sm_scale"],
+                     switches=c["switches"], **c["tile"])
+
+
+def _signature(c):
+    out = c["q"] if isinstance(c["out"], str) else c["out"]
+    return attn.signature(c["q"], c["k"], c["v"], out, c["causal"], c["stage"], c["sm_scale"], c["switches"],
+                          c["tile"])
+
+
+@pytest.mark.parametrize("what", list(_END_TO_END))
+def test_a_call_after_a_guarded_one_is_served_its_own_plan(served, what):
+    """attention itself: after the base call has its guard, a call that differs in one thing raises the full path's
+    error, or is served the plan of its own signature (planned anew, then from the cache, then by its own guard),
+    and the base call after it is served the base plan again."""
+    q, k, v = qkv()
+    base = _call(q, k, v)
+    for _ in range(3):
+        _attend(base)
+    base_plan = attn._PLANS[_signature(base)]
+    assert base_plan.fast is not None and served == [base_plan.direct] * 2
+    change, context, error = _END_TO_END[what]
+    other = change(q, k, v)
+    with (context or contextlib_null)():
+        for i in range(3):
+            served.clear()
+            if error is not None:
+                with pytest.raises(error[0], match=error[1]):
+                    _attend(other)
+                assert not served, f"{what}: launched from the cache"
+                continue
+            _attend(other)
+            plan = attn._PLANS[_signature(other)]
+            assert served == ([] if plan is not base_plan and i == 0 else [plan.direct]), what
+    served.clear()
+    _attend(base)
+    assert served == [base_plan.direct]
+
+
+@pytest.fixture
+def computing(monkeypatch, counted):
+    """Every plan gets a direct launch that runs it in the interpreter on the tensors at the pointers it is given
+    (each call's tensors registered by `run`): a cached call computes with the plan it was served."""
+    tensors = {}
+    real = attn._launch_jit
+
+    def _launch_jit(plan, q, k, v, out):
+        real(plan, q, k, v, out)
+        if plan.direct is None:
+            def launch(*args):
+                t = [tensors[p] for p in args[13:17]]
+                attn.launch_kernel(attn.Launch(plan.label, plan.switches, plan.tile, plan.grid, plan.kernel_args(*t)))
+            plan.direct = attn._direct(plan, (launch, 0, (4, 1, 0), False, False, 0, None))
+            new_out = plan.new_out
+            plan.new_out = lambda: (lambda o: (tensors.__setitem__(o.data_ptr(), o), o)[1])(new_out())
+
+    monkeypatch.setattr(attn, "_launch_jit", _launch_jit)
+    monkeypatch.setattr(attn, "_current_stream", lambda device: 0)
+    monkeypatch.setattr(attn, "_get_device", lambda: 0)
+
+    def run(c):
+        tensors.clear()
+        tensors.update({t.data_ptr(): t for t in (c["q"], c["k"], c["v"], c["out"]) if isinstance(t, torch.Tensor)})
+        return _attend(c)
+    return run
+
+
+def test_results_stay_right_across_guarded_calls(computing):
+    """Calls that alternate with the base one, each several times (full path, key, guard), computed by the plan each
+    was served: every output is right (a stale plan would compute with the base's mask, scale, shape or layout)."""
+    q, k, v = qkv(seed=1)
+    q2, k2, v2 = qkv(N=8, seed=2)
+    base = _call(q, k, v)
+    others = [_call(q, k, v, causal=False), _call(q, k, v, sm_scale=0.5), _call(q2, k2, v2),
+              _call(_padded(q), k, v), _call(q, k, v, out=torch.empty_like(q)),
+              _call(*_inference_tensors(q, k, v))]
+    for c in [base] * 3 + [c for other in others for c in [other, other, other, base, base]]:
+        out = computing(c)
+        ref = reference_attention(c["q"], c["k"], c["v"], causal=c["causal"], sm_scale=c["sm_scale"])
+        assert judge(out, ref)["ok"]
+    assert attn._PLANS[_signature(base)].fast is not None
+
+
+def test_a_guarded_plan_holds_no_tensor(direct):
+    """The guard records the tensors' properties (TensorGuards keeps no tensor), so a plan with one keeps none."""
+    import gc
+    import weakref
+    q, k, v = qkv()
+    out = torch.empty_like(q)
+    for _ in range(3):
+        attention(q, k, v, stage="v7")
+        attention(q, k, v, stage="v7", out=out)
+    assert all(p.fast is not None for p in attn._PLANS.values()) and len(direct) == 4
+    refs = [weakref.ref(t) for t in (q, k, v, out)]
+    del q, k, v, out
+    gc.collect()
+    assert all(r() is None for r in refs)

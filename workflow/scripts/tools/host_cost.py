@@ -54,7 +54,8 @@ PARTS = {       # the rows that say where a `cache` call's time goes, and what e
     "python_only": "attention(q, k, v) on the cached path with the C launcher a no-op (a Python function taking "
                    "*args): the call's Python",
     "parts_sum": "python_only + c_launch_only: compare with cache",
-    "signature_only": "launcher.signature: the cache key",
+    "signature_only": "launcher.signature: the cache key (a call whose signature differs from the last one's)",
+    "guard_only": "launcher._same_as_last: a repeated call's check of the last plan's guard, its pointers read",
     "out_only": "the cached path's allocation of the output (launcher.fast_empty, else torch.empty_like)",
     "empty_like_only": "torch.empty_like(q, contiguous_format), for comparison with out_only",
     "alias_only": "inputs.AliasCheck.check: a given output's alias check from the pointers",
@@ -185,6 +186,10 @@ def main(argv=None) -> int:
         t["c_launch_only"] = host_time_us(lambda: c_launch(*c_args), calls, loops)
         t["signature_only"] = host_time_us(
             lambda: launcher.signature(q, k, v, None, shape.causal, stage, None, None, {}), calls, loops)
+        fast = plan_.fast
+        t["guard_only"] = float("nan") if fast is None else host_time_us(
+            lambda: launcher._same_as_last(fast, q, k, v, None, q.data_ptr(), k.data_ptr(), v.data_ptr(), None,
+                                           shape.causal, stage, None, None, {}), calls, loops)
         new_out = plan_.new_out or (lambda: torch.empty_like(q, memory_format=torch.contiguous_format))
         t["out_only"] = host_time_us(new_out, calls, loops)
         t["empty_like_only"] = host_time_us(lambda: torch.empty_like(q, memory_format=torch.contiguous_format),

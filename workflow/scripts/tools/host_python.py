@@ -24,7 +24,8 @@ from pathlib import Path
 
 COLUMNS = ["variant", "part", "host_us", "number", "repeat", "note"]
 PARTS = {
-    "signature": "launcher.signature: the cache key",
+    "signature": "launcher.signature: the cache key (a call whose signature differs from the last one's)",
+    "guard": "launcher._same_as_last: a repeated call's check of the last plan's guard, its pointers read",
     "lookup": "the plan's lookup by that key",
     "alias_check": "inputs.AliasCheck.check of a given output, from the pointers",
     "out_alloc": "torch.empty_like: the output's allocation (CPU allocator)",
@@ -77,13 +78,18 @@ def measure(stages=STAGES, number: int = 20000, repeat: int = 7) -> list[dict]:
 
     for stage in stages:
         launcher.clear_cache()
-        launcher.attention(q, k, v, stage=stage)
+        for _ in range(3):      # the full path, then the cached launch, which gives the plan its guard
+            launcher.attention(q, k, v, stage=stage)
         launcher.attention(q, k, v, stage=stage, out=out)
         key = launcher.signature(q, k, v, None, True, stage, None, None, {})
         plan = launcher._PLANS[key]
+        if plan.fast is None:
+            raise RuntimeError(f"{stage}: the cached plan has no guard (launcher._guard)")
         alias = inputs.AliasCheck(q, k, v, out)
         us = {
             "signature": t(lambda: launcher.signature(q, k, v, None, True, stage, None, None, {})),
+            "guard": t(lambda: launcher._same_as_last(plan.fast, q, k, v, None, q.data_ptr(), k.data_ptr(),
+                                                      v.data_ptr(), None, True, stage, None, None, {})),
             "lookup": t(lambda: launcher._PLANS.get(key)),
             "alias_check": t(lambda: alias.check(q, k, v, out)),
             "out_alloc": t(lambda: torch.empty_like(q, memory_format=torch.contiguous_format)),
