@@ -16,6 +16,7 @@ partition, and SPLIT_CONSUMERS (on REGISTER_REALLOC, stage v24) gives them back 
 registers: see "The consumers in their own partitions, with 240 registers". PINGPONG (on SPLIT_CONSUMERS, stage v25)
 makes the two consumers take turns at issuing their products: see "Ping-pong". PERSISTENT (on SPLIT_CONSUMERS,
 stage v26, built with PINGPONG) gives each SM one program that loops over the tiles: see "A persistent grid".
+SECTIONS (on PERSISTENT, stage v27) takes its tiles in sections of a few K/V heads: see "Sections of K/V heads".
 
 The algorithm
 -------------
@@ -288,9 +289,28 @@ load does not need).
 
 What the sm_90 build shows (tests/test_gluon_build.py): v25's registers, products and exponentials; one more mbarrier
 (Q's "empty", count 2); every TMA load in the producer warp (Q's too) and O's two stores; four waits for a store to
-have read shared memory (two per consumer); 32 KiB more shared memory than v25 at D = 128 (O's buffer). What only the GPU
-shows: that the tiles are each computed once and right, with several tiles per program and a partial last round
+have read shared memory (two per consumer); 32 KiB more shared memory than v25 at D = 128 (O's buffer). What only the
+GPU shows: that the tiles are each computed once and right, with several tiles per program and a partial last round
 (the verify grid has shapes of 288 and 336 tiles).
+
+Sections of K/V heads (SECTIONS, on PERSISTENT, stage v27)
+----------------------------------------------------------
+
+v26's order takes a query block of every head at a time: the 132 programs running at once read the K/V of every
+head, 4 N D bytes per K/V head, all B H_kv of them (128 MB at the headline layout and N = 16384, D = 128), which
+the L2 (60 MB on an H200) cannot hold, so each program's K/V blocks come from DRAM (Nsight, run-22: v26 read 2.83 GB
+from DRAM per call at N = 16384, cuDNN the inputs' 0.27 GB). SECTIONS takes the tiles in sections of SH query heads
+(``_section_heads``: the GROUP query heads of the fewest K/V heads, a power of two dividing B H_kv, whose tiles fill
+one and a half rounds of the programs; all heads where none does, which is v26's order), each section in v26's
+order over its own heads (``_tile_of``). The programs running at once then read one or two sections' K/V: at the
+headline layout one K/V head per section at N = 16384, two at 8192, four at 4096 and eight at 2048 (8 MB of K/V
+each), and at N <= 1024 one section, v26's order. The sections go alternately lightest and heaviest first (the
+last heaviest first), so that the work of a round falls and rises smoothly and the snake deal still balances it:
+a section that began heavy again after the last one's light end would give some programs two heavy tiles in a row
+(a Python copy of the order, tests/test_gluon_build.py, checks that every tile is dealt once and the programs'
+work stays within a heaviest tile of each other). SH divides B H, so a tile's section, round and head are two
+divisions of t (one more than v26's): with a third, through a partial last section, ptxas spilled one register in
+the consumers at 240.
 
 The code
 --------
@@ -820,16 +840,44 @@ def _tile_count(T, P, pid):
 
 
 @gluon.jit
-def _tile_of(i, pid, P, BH, H, n_m):
+def _section_heads(BH, GROUP, n_m, P):
+    """SECTIONS: the query heads of a section of the tile order (``_tile_of``): those of the fewest K/V heads S, a
+    power of two dividing the B H_kv K/V heads, whose S GROUP n_m tiles fill at least one and a half rounds of the P
+    programs; or all B H heads where none does (one section: v26's order)."""
+    need = (3 * P + 1) // 2
+    s = 1
+    while s * GROUP * n_m < need and (BH // GROUP) % (2 * s) == 0:
+        s = s * 2
+    return gl.where(s * GROUP * n_m < need, BH, s * GROUP)
+
+
+@gluon.jit
+def _tile_of(i, pid, P, BH, H, n_m, SH=0, SECTIONS: gl.constexpr = False):
     """PERSISTENT: (batch, head, query block) of program pid's i-th tile. The T = BH * n_m tiles are taken heaviest
     first: tile t is query block n_m - 1 - t // BH of batch*head t % BH. Round i hands tiles [i P, i P + P) to the P
     programs in order when i is even and in reverse when it is odd (a snake), so that the program that took a
     round's heaviest tile takes the next round's lightest: with a causal mask a tile's work falls with t, and the
     programs' sums of work stay within a round's spread of each other, where a plain stride (tile i P + pid) gives
-    program 0 the heaviest tile of every round."""
+    program 0 the heaviest tile of every round.
+    SECTIONS: the order in sections of SH query heads (``_section_heads``: a few K/V heads' GROUP query heads each;
+    SH divides BH), each section's tiles taken as above over its own heads; the last section heaviest
+    first, the one before it lightest first, and so on alternately, so that the work falls and rises smoothly from
+    round to round and the snake still balances it (a section that starts heavy again after a light end would
+    not). The P programs running at once then read the K/V of one or two sections, a few heads, instead of every
+    head's: at N = 16384 (D = 128) 8 MB of K/V per head, where the L2 holds 60 MB."""
     t = i * P + gl.where(i % 2 == 0, pid, P - 1 - pid)
-    bh = t % BH
-    return bh // H, bh % H, n_m - 1 - t // BH
+    if SECTIONS:
+        # SH divides BH (_section_heads), so every section has SH heads: section t // (SH n_m), and within it the
+        # round r of its heads and the head
+        v = t // SH
+        sec = v // n_m
+        r = v - sec * n_m
+        bh = sec * SH + (t - v * SH)
+        m = gl.where((BH // SH - 1 - sec) % 2 == 0, n_m - 1 - r, r)
+    else:
+        bh = t % BH
+        m = n_m - 1 - t // BH
+    return bh // H, bh % H, m
 
 
 @gluon.jit
@@ -846,14 +894,16 @@ def _program_tiles(B, H, N, BLOCK_M: gl.constexpr):
 @gluon.jit
 def _persistent_producer(q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars, k_empty,
                          v_empty, H, GROUP, N, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
-                         BLOCK_N: gl.constexpr, CONSUMER_M: gl.constexpr, NUM_STAGES: gl.constexpr):
+                         BLOCK_N: gl.constexpr, CONSUMER_M: gl.constexpr, NUM_STAGES: gl.constexpr,
+                         SECTIONS: gl.constexpr):
     """PERSISTENT: the producer warp over the program's tiles (``_tile_of``): each tile's Q, both halves on q_bar
     once both consumers have handed Q's buffer back (q_empty, parity (i & 1) ^ 1 for tile i: a fresh barrier passes
     the first), then its K and V blocks, which go on round the ring from where the previous tile's left off."""
     n_m, BH, pid, P, count = _program_tiles(q_desc.shape[0], H, N, BLOCK_M)
+    SH = _section_heads(BH, GROUP, n_m, P) if SECTIONS else BH     # SECTIONS: a section's query heads
     base = 0
     for i in range(count):
-        off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m)
+        off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m, SH, SECTIONS)
         if IS_CAUSAL:
             n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
         else:
@@ -874,16 +924,18 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          BLOCK_M: gl.constexpr, CONSUMER_M: gl.constexpr, BLOCK_N: gl.constexpr,
                          HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
-                         PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr):
+                         PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr,
+                         SECTIONS: gl.constexpr):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
     position base (the blocks of the earlier tiles) and its round 0 at base + i (each tile has n_total + 1 rounds);
     the last O store is waited for before the partition ends."""
     n_m, BH, pid, P, count = _program_tiles(k_desc.shape[0], H, N, BLOCK_M)
+    SH = _section_heads(BH, GROUP, n_m, P) if SECTIONS else BH     # SECTIONS: a section's query heads
     base = 0
     for i in range(count):
-        off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m)
+        off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m, SH, SECTIONS)
         if IS_CAUSAL:
             n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
             n_free = ((2 * start_m + C) * CONSUMER_M) // BLOCK_N
@@ -905,7 +957,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, PRODUCER_WARP: gl.constexpr = False,
                     TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False,
                     REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False,
-                    PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False):
+                    PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False,
+                    SECTIONS: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -926,6 +979,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     PERSISTENT (with SPLIT_CONSUMERS): a persistent grid, launched on ``grid(B, H, N, 128, True, n_sms)`` (one
     program per SM, at most one per tile), with SPLIT_CONSUMERS' descriptors and options; the tiles are read from
     N, H and q_desc's shape, the programs from the grid.
+    SECTIONS (with PERSISTENT): the tiles in sections of a few K/V heads (``_tile_of``).
     """
     dtype: gl.constexpr = q_desc.dtype
 
@@ -973,6 +1027,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     gl.static_assert(SPLIT_CONSUMERS or not PERSISTENT, "PERSISTENT is built on SPLIT_CONSUMERS")
     # PERSISTENT: both consumers have the tile's n_total blocks (see _persistent_consumer)
     gl.static_assert(BLOCK_N == BLOCK_M or not PERSISTENT, "PERSISTENT: 128-row K/V blocks")
+    gl.static_assert(PERSISTENT or not SECTIONS, "SECTIONS is built on PERSISTENT")
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
     if PAIR:
@@ -1051,14 +1106,16 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
             (_persistent_consumer, (q_smem.index(0), q_bar, q_empty, o_smem.index(0), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
-                                    o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1)),
+                                    o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
+                                    SECTIONS)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
-                                    o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0)),
+                                    o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
+                                    SECTIONS)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
-                                    NUM_STAGES)),
+                                    NUM_STAGES, SECTIONS)),
         ], [4, 1], [CONSUMER_REGS, _PRODUCER_REGS])
     elif PAIR:
         # Both halves of the Q tile on one barrier: one expect of both tiles' bytes (an expect is also the
@@ -1159,10 +1216,21 @@ def grid(B: int, H: int, N: int, block_m: int, persistent: bool = False, n_sms: 
     return (B * H, triton.cdiv(N, block_m))
 
 
+def section_heads(BH: int, GROUP: int, n_m: int, P: int) -> int:
+    """SECTIONS: the query heads of a section of the tile order on P programs, ``_section_heads`` in Python (the
+    kernel computes its own; this copy is for the tests and the verify grid, which the GPU checks against it)."""
+    need = (3 * P + 1) // 2
+    s = 1
+    while s * GROUP * n_m < need and (BH // GROUP) % (2 * s) == 0:
+        s *= 2
+    return BH if s * GROUP * n_m < need else s * GROUP
+
+
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
                 sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
                 softmax_overlap: bool = False, register_realloc: bool = False,
-                split_consumers: bool = False, pingpong: bool = False, persistent: bool = False) -> dict:
+                split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
+                sections: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1184,6 +1252,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if persistent and not split_consumers:
         raise ValueError("persistent (the Gluon kernel's PERSISTENT) needs split_consumers: its programs loop over "
                          "that kernel's tiles")
+    if sections and not persistent:
+        raise ValueError("sections (the Gluon kernel's SECTIONS) needs persistent: it orders that kernel's tiles")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -1194,7 +1264,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 H=H, GROUP=H // H_kv, N=N, HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=num_stages,
                 IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
-                SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent))
+                SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
+                SECTIONS=bool(sections))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1297,7 +1368,8 @@ def specialize(kwargs: dict) -> tuple:
 def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m: int = 64, block_n: int = 64,
                 num_stages: int = 3, num_warps: int | None = None, producer_warp: bool = False,
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
-                split_consumers: bool = False, pingpong: bool = False, persistent: bool = False):
+                split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
+                sections: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1323,7 +1395,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
-                         persistent=persistent)
+                         persistent=persistent, sections=sections)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1386,7 +1458,8 @@ def check_config(D: int, dtype, block_m: int, block_n: int, num_stages: int, num
 def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, block_m: int | None = None,
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
-            split_consumers: bool = False, pingpong: bool = False, persistent: bool = False):
+            split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
+            sections: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1395,6 +1468,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    persistent = persistent or sections
     split_consumers = split_consumers or pingpong or persistent
     register_realloc = register_realloc or split_consumers
     softmax_overlap = softmax_overlap or register_realloc
@@ -1411,7 +1485,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     if out is None:
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
-                       softmax_overlap, register_realloc, split_consumers, pingpong, persistent)
+                       softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

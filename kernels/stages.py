@@ -116,9 +116,10 @@ BEYOND: Mapping[str, Switch] = {
                "no multiplication of the whole accumulator at most steps",
                "LAZY_RESCALE"),
         Switch("q_in_registers", "v15",
-               "Q is scaled once at load, so that Triton keeps it in registers as the A operand of the q k^T "
-               "warpgroup MMA instead of reading it from shared memory at every step; lazy_rescale is off again",
-               "PRESCALE_Q", replaces=("lazy_rescale",)),
+               "Q is made a computed tensor at load (an exact q + 0), so that Triton keeps it in registers as the "
+               "A operand of the q k^T warpgroup MMA instead of reading it from shared memory at every step; the "
+               "scale stays in the float32 scores; lazy_rescale is off again",
+               "Q_IN_REGISTERS", replaces=("lazy_rescale",)),
         Switch("three_per_sm", "v16",
                "64x64 tiles with 2 stages and at most 168 registers per thread (Triton's maxnreg) at every N, so "
                "that three programs (12 warps) share each SM instead of two",
@@ -214,6 +215,12 @@ GLUON: Mapping[str, Switch] = {
                "ring into the next tile, and O has its own buffer, so that a tile's O store and the next tile's "
                "first loads run under the end of the tile before, where a program per tile starts each tile cold",
                "PERSISTENT", requires=("split_consumers",)),
+        Switch("l2_sections", "v27",
+               "the persistent grid's tiles in sections of a few K/V heads (their query heads' tiles, heaviest "
+               "first within the section; sections alternately heaviest and lightest first, so that the deal stays "
+               "balanced), so that the programs running at once read the K/V of a few heads, which the L2 holds, "
+               "where v26's order (a query block of every head at a time) streams every head's K/V from memory",
+               "SECTIONS", requires=("persistent",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

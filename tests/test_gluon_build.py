@@ -104,8 +104,13 @@ PINGPONG_LOOPED = [name for name in PINGPONG_CONFIGS if PINGPONG_CONFIGS[name][0
 # (kernels.gluon_fwd.PERSISTENT_TILES).
 PERSISTENT_CONFIGS = {"ps-" + name.removeprefix("pp-"): c for name, c in PINGPONG_CONFIGS.items() if c[5] == 2}
 PERSISTENT_LOOPED = [name for name in PERSISTENT_CONFIGS if PERSISTENT_CONFIGS[name][0][3] > 1]
-# the three partitions with setmaxnreg (v24, v25 and v26)
-SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_CONFIGS}
+# The kernel with SECTIONS (stage v27, on PERSISTENT): v26's configurations with the tiles in sections of K/V heads.
+SECTIONS_CONFIGS = {"sec-" + name.removeprefix("ps-"): c for name, c in PERSISTENT_CONFIGS.items()}
+SECTIONS_LOOPED = ["sec-" + name.removeprefix("ps-") for name in PERSISTENT_LOOPED]
+# the persistent kernels (v26, v27)
+PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS}
+# the three partitions with setmaxnreg (v24 to v27)
+SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
 # kernel must be that one, instruction for instruction.
 VERIFIED_PREFIX = "verified:"
@@ -126,7 +131,7 @@ _COMPILE = textwrap.dedent("""
             k = compile_for(90, tuple(shape), dtype, causal, bm, bn, stages, producer_warp=producer,
                             two_consumers=two, softmax_overlap=overlap, register_realloc=bool(later and later[0]),
                             split_consumers=bool(later[1:] and later[1]), pingpong=bool(later[2:] and later[2]),
-                            persistent=bool(later[3:] and later[3]))
+                            persistent=bool(later[3:] and later[3]), sections=bool(later[4:] and later[4]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -184,7 +189,9 @@ def built(tmp_path_factory):
                **{name: [*c[:6], True, True, True, "", True, True] for name, c in SPLIT_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True] for name, c in PINGPONG_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True]
-                  for name, c in PERSISTENT_CONFIGS.items()}}
+                  for name, c in PERSISTENT_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True]
+                  for name, c in SECTIONS_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
@@ -625,7 +632,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 12 and attrs      # the twelve constexprs; N, H divisible by 16
+    assert len(constexprs) == 13 and attrs      # the thirteen constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
@@ -633,7 +640,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     assert signature["qk_scale"] == "fp32" and signature["H"] == signature["N"] == "i32"
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
                                    "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC", "SPLIT_CONSUMERS",
-                                   "PINGPONG", "PERSISTENT"]
+                                   "PINGPONG", "PERSISTENT", "SECTIONS"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert args["SOFTMAX_OVERLAP"] is False and args["SPLIT_CONSUMERS"] is False and args["PINGPONG"] is False
@@ -876,7 +883,7 @@ def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_seri
     assert m["shared"] <= 232448        # the H200's shared memory per block (opt-in)
 
 
-@pytest.mark.parametrize("name", [*SPLIT_LOOPED, *PINGPONG_LOOPED, *PERSISTENT_LOOPED])
+@pytest.mark.parametrize("name", [*SPLIT_LOOPED, *PINGPONG_LOOPED, *PERSISTENT_LOOPED, *SECTIONS_LOOPED])
 def test_split_consumers_kv_loops(built, name):
     """Four KV loops (each consumer's unmasked and masked), each step per consumer as v23's: q k^T of block j (D/16
     HGMMA 64x128), P V of block j - 1 (8 HGMMA 64 x D), the wait for the scores alone and all 66 exponentials of the
@@ -948,7 +955,7 @@ def _turns(body: list) -> tuple:
     return _barrier(wait), _barrier(arrive)
 
 
-@pytest.mark.parametrize("name", [*PINGPONG_LOOPED, *PERSISTENT_LOOPED])
+@pytest.mark.parametrize("name", [*PINGPONG_LOOPED, *PERSISTENT_LOOPED, *SECTIONS_LOOPED])
 def test_pingpong_steps_issue_their_products_in_turn(built, name):
     """Each of the four KV loops: K's and V's ready barriers are waited for, then the consumer's turn barrier, then
     the step's D/16 + 8 HGMMA issued back to back, then an arrive on the other consumer's turn barrier, before the
@@ -1002,26 +1009,26 @@ def test_pingpong_needs_split_consumers_and_a_kv_block_of_the_program_rows():
 # PERSISTENT (stage v26): one program per SM loops over the tiles
 # ---------------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", PERSISTENT_CONFIGS)
+@pytest.mark.parametrize("name", PERSISTENT_LIKE)
 def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, name):
     """v25's registers, products and exponentials (the same HGMMA and MUFU.EX2 counts: the tile loop wraps the same
     code), and one more mbarrier than v25, Q's "empty", counting the two consumers' releases."""
-    shape, _, _, _, bn, stages = PERSISTENT_CONFIGS[name]
-    m, v25 = built[name], built["pp-" + name.removeprefix("ps-")]
+    shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
+    m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
     assert sorted(counts) == sorted(["1"] * (3 + 2 * stages) + ["2"] * (2 * stages + 1))
 
 
-@pytest.mark.parametrize("name", PERSISTENT_CONFIGS)
+@pytest.mark.parametrize("name", PERSISTENT_LIKE)
 def test_persistent_producer_loads_q_and_o_has_its_own_buffer(built, name):
     """Every TMA load is the producer warp's, Q's two halves too (one warp: a D = 128 row of Q is two 64-column
     messages from it, where v25's 4-warp consumer issued one instruction per copy): 2 (D/64) for Q and D/64 each for
     K and V; O's two stores stay; O's own buffer adds a Q tile's bytes of shared memory to v25's; each consumer waits
     for its previous store before it fills O's buffer, in its tile loop, and for its last before it ends (four waits
     for the copy engine to have read shared memory, against v25's two)."""
-    shape, _, _, _, bn, stages = PERSISTENT_CONFIGS[name]
+    shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
     D = shape[4]
     m = built[name]
     assert m["mix"]["UTMALDG"] == 4 * (D // 64) and m["mix"]["UTMASTG"] == 2
@@ -1074,3 +1081,65 @@ def test_persistent_tiles_are_dealt_once_each_and_balanced(T, P):
     n_m = -(-T // 32)
     work = [sum(n_m - t // 32 for t in ts) for ts in dealt]
     assert max(work) - min(work) <= n_m
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SECTIONS (stage v27): the persistent grid's tiles in sections of a few K/V heads
+# ---------------------------------------------------------------------------------------------------------------
+
+def _section_heads(BH: int, GROUP: int, n_m: int, P: int) -> int:
+    from kernels.gluon_fwd import section_heads     # the kernel's _section_heads, in Python
+    return section_heads(BH, GROUP, n_m, P)
+
+
+def _section_tile(t: int, BH: int, n_m: int, SH: int) -> tuple:
+    """(batch*head, query block) of tile t in SECTIONS' order: kernels.gluon_fwd's _tile_of, a copy in Python."""
+    v = t // SH
+    sec = v // n_m
+    r = v - sec * n_m
+    m = n_m - 1 - r if (BH // SH - 1 - sec) % 2 == 0 else r
+    return sec * SH + (t - v * SH), m
+
+
+SECTION_SHAPES = [(2, 16, 2, N) for N in (1, 130, 512, 1024, 2048, 4096, 8192, 16384)] + [
+    (1, 32, 4, 16384), (4, 32, 8, 4096), (1, 16, 16, 8192), (2, 40, 5, 8192), (2, 64, 8, 1024), (1, 8, 1, 16384),
+    (3, 12, 4, 8192), (3, 12, 4, 1000), (2, 24, 3, 777), (1, 2, 1, 333)]
+
+
+@pytest.mark.parametrize("B,H,GROUP,N", SECTION_SHAPES)
+def test_sections_deal_every_tile_once_and_stay_balanced(B, H, GROUP, N):
+    """Every (head, query block) once, dealt by v26's snake (_snake); each section has SH heads, SH a multiple of
+    the group (whole K/V heads) dividing B H; with a causal mask's work (query block m: m + 1 key blocks) the
+    programs' sums stay within the heaviest tile of each other, as v26's do."""
+    BH, n_m = B * H, -(-N // 128)
+    T = BH * n_m
+    P = min(132, T)
+    SH = _section_heads(BH, GROUP, n_m, P)
+    assert SH % GROUP == 0 and BH % SH == 0
+    dealt = _snake(T, P)
+    tiles = [[_section_tile(t, BH, n_m, SH) for t in ts] for ts in dealt]
+    assert sorted(x for ts in tiles for x in ts) == sorted((bh, m) for bh in range(BH) for m in range(n_m))
+    work = [sum(m + 1 for _, m in ts) for ts in tiles]
+    v26 = [sum(n_m - t // BH for t in ts) for ts in dealt]
+    assert max(work) - min(work) <= max(n_m, max(v26) - min(v26))
+
+
+def test_sections_are_a_few_kv_heads_at_long_n_and_v26s_order_at_short_n():
+    """At the headline layout (B=2, H=16, H_kv=8) on 132 SMs: one K/V head per section at N = 16384 (8 MB of K/V at
+    D = 128), two at 8192, four at 4096, eight at 2048; at 1024 and below one section, whose order is v26's."""
+    BH, GROUP = 32, 2
+    got = {N: _section_heads(BH, GROUP, -(-N // 128), min(132, BH * -(-N // 128))) // GROUP
+           for N in (512, 1024, 2048, 4096, 8192, 16384)}
+    assert got == {512: 16, 1024: 16, 2048: 8, 4096: 4, 8192: 2, 16384: 1}
+    for N in (512, 1024):
+        n_m = -(-N // 128)
+        assert all(_section_tile(t, BH, n_m, BH) == (t % BH, n_m - 1 - t // BH) for t in range(BH * n_m))
+
+
+def test_sections_need_the_persistent_grid():
+    from kernels.gluon_fwd import kernel_args
+    q = torch.empty((1, 2, 128, 64), dtype=torch.float16, device="meta")
+    k = torch.empty((1, 1, 128, 64), dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="sections .* needs persistent"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True, two_consumers=True,
+                    softmax_overlap=True, register_realloc=True, split_consumers=True, sections=True)

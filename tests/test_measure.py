@@ -355,6 +355,10 @@ def test_the_gpu_grid_holds_every_group_size_odd_lengths_and_strided_inputs():
     # a persistent grid takes several tiles per program (132 SMs on an H200), with a ragged last one
     assert any(c.shape.B * c.shape.H * -(-c.shape.N // 128) > 2 * 132 and c.shape.N % 128 for c in grid
                if c.variant == STAGES_LAST)
+    # and SECTIONS' order (v27) in more than one section there
+    from kernels.gluon_fwd import section_heads
+    assert any(section_heads(c.shape.B * c.shape.H, c.shape.H // c.shape.H_kv, -(-c.shape.N // 128), 132)
+               < c.shape.B * c.shape.H for c in grid if c.variant == STAGES_LAST and c.shape.N % 128)
     strided = [c for c in grid if c.layout == "bnhd"]
     assert strided and all("const_strides" not in c.switches for c in strided)
     # the strided layout really is non-contiguous, and right, in the interpreter

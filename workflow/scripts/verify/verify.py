@@ -68,8 +68,9 @@ def cases(quick: bool = False) -> list:
     odd = [Shape(1, 6, 3, n, 128) for n in (333, 1023)]                              # odd, ragged last blocks
     large = [Shape(HEADLINE.B, HEADLINE.H, HEADLINE.H_kv, n, HEADLINE.D) for n in ((1024,) if quick else (1024, 4096))]
     # more 128-row tiles than an H200 has SMs (132), with ragged last blocks: a persistent grid's programs take
-    # several tiles each, the last round partial (3 x 12 x 8 = 288 tiles; 2 x 24 x 7 = 336)
-    many = [Shape(3, 12, 4, 1000, 128), Shape(2, 24, 3, 777, 64)]
+    # several tiles each, the last round partial (3 x 12 x 8 = 288 tiles; 2 x 24 x 7 = 336); and 512 tiles in two
+    # sections of SECTIONS' order (v27: eight query heads each on 132 SMs), the last key block ragged
+    many = [Shape(3, 12, 4, 1000, 128), Shape(2, 24, 3, 777, 64), Shape(1, 16, 8, 4000, 64)]
     shapes = small + gqa + odd + large + many
     for name, st in STAGES.items():
         for sh in shapes:
