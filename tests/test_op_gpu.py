@@ -30,6 +30,9 @@ def inputs(seed=0, N=1000):
 @pytest.mark.parametrize("stage", STAGES)
 @torch.no_grad()
 def test_compiled_model_gives_the_eager_output(stage):
+    # each stage compiles `run`'s code object again: without a reset the 9th stage in a process hits Dynamo's
+    # recompile limit (8), which fullgraph turns into a failure (data/nvidia-h200/probes/gpu-tests-23)
+    torch._dynamo.reset()
     q, k, v = inputs()
     eager = model(stage)(q, k, v)
     compiled = torch.compile(model(stage), fullgraph=True)
