@@ -39,6 +39,8 @@ TORCH = ["torch-flash", "torch-default", "torch-cudnn"]
 # launch kernels alone: for them the two are the same.
 RATIO_TIME = "kernels_us"
 RATIO_TIME_WORDS = {"kernels_us": "the kernels alone", "time_us": "all of a call's GPU work"}[RATIO_TIME]
+# The host time per call (us) that every stage's cached call should stay within (issue 20).
+HOST_TARGET_US = 15
 
 
 def where(df: pd.DataFrame, **kv) -> pd.Series:

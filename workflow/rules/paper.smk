@@ -48,6 +48,7 @@ TABLES = {
     "crosscheck": dict(crosscheck=rules.aggregate.output.crosscheck, timer_check=rules.aggregate.output.timer_check),
     "crosscheck_n": dict(crosscheck=rules.aggregate.output.crosscheck, timer_check=rules.aggregate.output.timer_check),
     "launch_cost": dict(launch_cost=rules.aggregate.output.launch_cost),
+    "host_stages": dict(per_run=rules.aggregate.output.per_run),
     "step_times": dict(step_times=rules.step_times.output[0]),
     "ours": dict(ours_stages=rules.ours.output.stages, predictions=rules.predictions.output[0],
                  build=rules.aggregate.output.build),
@@ -93,6 +94,7 @@ PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
 PROBE_HOST = f"{DATA}/probes/host-cost"
 PROBE_V23 = f"{DATA}/probes/v23-check"      # v23's first GPU check: its own tile and v22's, beside v22
 PROBE_STATE = f"{DATA}/probes/gpu-state"   # NVML read while the kernels ran: the clocks and the power cap
+PROBE_XCAUSE = f"{DATA}/probes/crosscheck-cause"   # why Nsight and the timer disagree at short N
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -122,6 +124,7 @@ VALUES = {
     "gluon_run": dict(per_n=rules.ours.output.per_n, gluon_leader=rules.ours.output.gluon_leader,
                       best_per_n=rules.ours.output.best, timings=rules.aggregate.output.timings),
     "state": dict(per_run=rules.aggregate.output.per_run, timings=rules.aggregate.output.timings),
+    "xcause": dict(seal_file=f"{PROBE_XCAUSE}/SHA256SUMS", cause=f"{PROBE_XCAUSE}/crosscheck_cause.csv"),
     "v23check": dict(seal_file=f"{PROBE_V23}/SHA256SUMS", timing=f"{PROBE_V23}/timing.csv",
                      precheck=f"{PROBE_V23}/precheck.csv"),
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
@@ -143,7 +146,7 @@ VALUES = {
                   gpu_state=f"{PROBE_STATE}/gpu_state.json", timings=rules.aggregate.output.timings),
 }
 PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
-          "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23}
+          "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23, "xcause": PROBE_XCAUSE}
 
 
 rule values:

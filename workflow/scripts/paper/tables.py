@@ -8,6 +8,8 @@
   with the host-sleep check;
 - crosscheck_n.tex: the same for every profiled entry at each other N;
 - launch_cost.tex: host time per call, event-timed call and kernel time of each stage and PyTorch backend;
+- host_stages.tex: the host time of a call of every registered stage, the best of each run's repeats in the runs on
+  one GPU (run-18 on), beside PyTorch's;
 - step_times.tex: how long each step took (results/aggregate/step_times.csv, from Snakemake's benchmark files);
 - ours.tex: the article's last stage and ours beyond it at the headline: the switch, time, percent of cuDNN and of
   FlashAttention-2, registers and shared memory, and the prediction against the measurement;
@@ -33,6 +35,9 @@ import pandas as pd
 from kernels.stages import STAGES as REGISTRY, previous_stage
 
 from pipeline.latex import escape as tex_escape, fixed as fmt, signed, span as _range, write_table
+
+
+TORCH_ROWS = ("torch-default", "torch-cudnn", "torch-flash")   # PyTorch's backends, beside our stages
 
 
 def latex(df: pd.DataFrame, out: Path, colfmt: str, **kw) -> None:
@@ -276,6 +281,20 @@ def launch_cost_table(launch_cost: Path, out: Path) -> None:
     latex(pd.DataFrame(rows), out, "ll" + "r" * len(order))
 
 
+def host_stages_table(per_run: Path, out: Path) -> None:
+    """Every registered stage (a row each, then PyTorch's backends) at the headline shape and its own tile: the best
+    repeat of its host time per call in each run on one GPU that timed it (the runs without an -x2 suffix: no second
+    job on the host), and the highest of those bests."""
+    pr = pd.read_csv(per_run)
+    h = pr[pr.headline & (pr.own_tile | pr.impl.ne("triton")) & ~pr.run.str.endswith("-x2")]
+    entries = [s for s in REGISTRY if s in set(h.variant)] + [t for t in TORCH_ROWS if t in set(h.variant)]
+    best = h.pivot_table(index="variant", columns="run", values="host_min_us", aggfunc="min")
+    runs = sorted(best.columns, key=lambda r: int(r.split("-")[1]))
+    rows = [{"entry": tex_escape(e), **{tex_escape(r): fmt(best.loc[e, r], 1) for r in runs},
+             "highest": fmt(best.loc[e, runs].max(), 1)} for e in entries]
+    latex(pd.DataFrame(rows), out, "l" + "r" * (len(runs) + 1))
+
+
 def step_times_table(step_times: Path, out: Path) -> None:
     """Each step: its jobs, its time (a run's steps: the run's total for the step, median over runs with the lowest
     and highest run; this build's CPU steps: their total), the peak memory of one job, and where the times come
@@ -333,6 +352,7 @@ TABLES = {
     "crosscheck": lambda i, out: crosscheck_table(i.crosscheck, i.timer_check, out),
     "crosscheck_n": lambda i, out: crosscheck_table(i.crosscheck, i.timer_check, out, headline=False),
     "launch_cost": lambda i, out: launch_cost_table(i.launch_cost, out),
+    "host_stages": lambda i, out: host_stages_table(i.per_run, out),
     "step_times": lambda i, out: step_times_table(i.step_times, out),
     "ours": lambda i, out: ours_table(i.ours_stages, i.predictions, i.build, out),
     "per_n": lambda i, out: per_n_table(i.per_n, i.best_per_n, out),

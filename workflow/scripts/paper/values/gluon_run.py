@@ -2,8 +2,8 @@
 timed them: run-18 on): each stage's time over cuDNN's at each N of the sweep and dtype
 (\\val{gx}{<stage>@<N>}{<dtype>}, median over its runs of the within-run ratio), the fastest Gluon stage at each N
 in the newest run (\\val{gbest}{<N>}{<dtype>}), the Gluon leader across lengths (gluon_leader.csv), the lengths where the issue's
-goal (at most GOAL_X times cuDNN's time) is met, each stage's change against the one before it at N = 512, 1024,
-4096 and the longest N (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over the runs), the
+goal (at most GOAL_X times cuDNN's time) is met, each stage's change against the one before it at every N of the
+sweep (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over the runs), the
 time of each Gluon stage's leave-one-out ablations that are no stage against the stage's own
 (\\val{gloo}{<variant>}{pct|run}), the runs that timed
 each stage (\\val{gsruns}{<stage>}{list|first|phrase}), the SM clocks of the newest run's samples
@@ -99,7 +99,7 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path) -> 
     for st in GLUON_STAGES[1:]:
         prev = previous_stage(st)
         for dt in DTYPES:
-            for n in (512, 1024, 4096, int(p.N.max())):
+            for n in sorted(set(p.N)):      # every N of the sweep
                 # the change within each run that timed both, then the median over those runs
                 both = [r for r in runs if (r, st, dt, n) in by_run and (r, prev, dt, n) in by_run]
                 if both:

@@ -11,8 +11,8 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
+from pipeline.selection import HOST_TARGET_US as TARGET_US
 
-TARGET_US = 15      # the host time per call the launch path aims at (issue 20)
 
 
 def values(seal_file: Path, host_cost: Path, env: Path) -> Values:

@@ -13,7 +13,7 @@ from kernels.stages import STAGES as REGISTRY
 
 from pipeline import seal
 from pipeline.latex import Values, fixed, listing
-from pipeline.selection import HEADLINE, OUR_STAGES, RATIO_TIME, TORCH, run_number, where
+from pipeline.selection import HEADLINE, HOST_TARGET_US, OUR_STAGES, RATIO_TIME, TORCH, run_number, where
 
 
 def _lohi(lo, hi, nd: int = 0) -> str:
@@ -130,6 +130,21 @@ def values(variation_n: Path, sampling: Path, snapshots: Path, per_run: Path, cl
     v.macro("HostDescRange", _lohi(early.min(), early.max(), 1) if len(early) else "--")
     v.macro("HostDescEarlyLast", [s for s in desc if s in early.index][-1] if len(early) else "--")
     v.macro("HostDescLatestRange", _lohi(late.min(), late.max(), 1) if len(late) else "--")
+    # The newest run alone (issue 20: at most HOST_TARGET_US per call for every stage, in one run): each registered
+    # stage's best repeat at the headline and its own tile, their median and highest, and PyTorch's default there.
+    newest = max(set(pr.run), key=run_number)
+    now = pr[pr.headline & (pr.run == newest)]
+    stages = now[now.own_tile & now.variant.isin(REGISTRY)].groupby("variant").host_min_us.min()
+    v.macro("HostNewestRun", newest)
+    v.macro("HostNewestStages", len(stages))
+    v.macro("HostNewestAllStages", "every registered stage" if len(stages) == len(REGISTRY) else
+            f"{len(stages)} of the {len(REGISTRY)} registered stages")
+    v.macro("HostNewestMaxUs", fixed(stages.max(), 1))
+    v.macro("HostNewestMaxStage", stages.idxmax())
+    v.macro("HostNewestMedianUs", fixed(stages.median(), 1))
+    over = int((stages > HOST_TARGET_US).sum())
+    v.macro("HostNewestOver", "none" if over == 0 else over)
+    v.macro("HostNewestSdpaUs", fixed(now[now.variant == "torch-default"].host_min_us.min(), 1))
     return v
 
 
