@@ -18,7 +18,7 @@ from pipeline.selection import OUR_STAGES
 # The metrics the text quotes: absolute (ln), against the stage before (ln_delta), against cuDNN (ln_vs_cudnn).
 QUOTED = {"ln": ("Tensor", "Issue", "Warps", "Exp", "Lhit", "Dram", "Regs", "StallWait", "StallBarrier"),
           "ln_delta": ("Fma", "Instr", "Time", "Warps", "Dram", "StallShort", "StallLong", "StallBarrier"),
-          "ln_vs_cudnn": ("Instr",), "ln_step": ("Time", "Cycles", "Tensor", "StallBarrier", "Dram", "Lhit")}
+          "ln_vs_cudnn": ("Instr",), "ln_step": ("Time", "Cycles", "Tensor", "StallBarrier", "Dram")}
 
 
 def values(large_n_table: Path, large_n: Path) -> Values:

@@ -1,10 +1,10 @@
 """The paper's numbers from the probe of why Nsight Compute and the kernel timer disagree at short N (data/<gpu>/
 probes/crosscheck-cause, sealed; workflow/scripts/tools/crosscheck_cause.py): per entry and N (\\val{xc}{<variant>@<N>}
-{<column>}), Nsight's time with every cache flushed against the timer's with its L2 flush (`all_pct`), the two with
-nothing flushed (`none_pct`), the time of what Nsight's flush clears beyond the L2 (`beyond_us`: (ncu_all - ncu_none)
-- (timer_flush - timer_warm)), the clocks each read (`ncu_mhz`: Nsight's sm__cycles_elapsed.avg.per_second, median
-over the launches; `timer_mhz`: NVML's over the timer's samples) and the change of time the clocks alone would make
-(`clock_pct`: timer_mhz / ncu_mhz - 1); and the probe's ranges over the entries at the two short lengths (macros)."""
+{<column>}), the time of what Nsight's flush clears beyond the L2 (`beyond_us`: (ncu_all - ncu_none) - (timer_flush -
+timer_warm); `beyond_pct` of the timer's time) and NVML's clock against Nsight's (`clock_pct`: NVML's over the
+timer's samples over Nsight's sm__cycles_elapsed.avg.per_second, minus 1); and, over the entries at the two short
+lengths (macros), Nsight's time with every cache flushed against the timer's with its L2 flush, the two with nothing
+flushed, and the clocks' ratio."""
 import sys
 from pathlib import Path
 
@@ -31,12 +31,8 @@ def values(seal_file: Path, cause: Path) -> Values:
         none_pct = 100 * (r.ncu_none / r.timer_warm - 1)
         beyond = (r.ncu_all - r.ncu_none) - (r.timer_flush - r.timer_warm)
         clock_pct = 100 * (mhz.loc[(var, n), "timer_flush"] / mhz.loc[(var, n), "ncu_all"] - 1)
-        v.put("xc", key, "all_pct", f"{all_pct:+.1f}")
-        v.put("xc", key, "none_pct", f"{none_pct:+.1f}")
         v.put("xc", key, "beyond_us", fixed(beyond, 2))
         v.put("xc", key, "beyond_pct", f"{100 * beyond / r.timer_flush:.1f}")
-        v.put("xc", key, "ncu_mhz", fixed(mhz.loc[(var, n), "ncu_all"], 0))
-        v.put("xc", key, "timer_mhz", fixed(mhz.loc[(var, n), "timer_flush"], 0))
         v.put("xc", key, "clock_pct", f"{clock_pct:+.1f}")
         rows.append(dict(N=n, var=var, all_pct=all_pct, none_pct=none_pct, clock_pct=clock_pct))
     t = pd.DataFrame(rows)
@@ -50,7 +46,6 @@ def values(seal_file: Path, cause: Path) -> Values:
     longest = t[t.N == t.N.max()]
     v.macro("XcLongN", int(t.N.max()))
     v.macro("XcLongAllMaxAbs", fixed(longest.all_pct.abs().max(), 1))
-    v.macro("XcEntries", len(t))
     return v
 
 
