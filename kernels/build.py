@@ -63,7 +63,8 @@ def compile_gluon(switches: frozenset, arch: int, tile: Tile, shape: Shape):
                                      split_consumers="split_consumers" in switches,
                                      pingpong="pingpong" in switches,
                                      persistent="persistent" in switches,
-                                     sections="l2_sections" in switches)
+                                     sections="l2_sections" in switches,
+                                     fold="folded_pairs" in switches)
     except Exception as err:  # a tile or shape the kernel does not take, or a refusal of Gluon's compiler
         raise TileNotSupportedError(f"{label}: Gluon cannot build this variant at tile {tile.label()}: "
                                     f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"

@@ -892,27 +892,100 @@ def _program_tiles(B, H, N, BLOCK_M: gl.constexpr):
 
 
 @gluon.jit
+def _block_bounds(m, N, IS_CAUSAL: gl.constexpr, CONSUMER_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """(n_free, n_total) of a consumer's CONSUMER_M-row query block m: causal, its rows see keys
+    [0, min(N, (m + 1) CONSUMER_M)), the n_free blocks wholly below its first row unmasked; else every key, the
+    N // BLOCK_N full blocks unmasked (see ``_consumer_pair``'s "The loop bounds")."""
+    if IS_CAUSAL:
+        n_total = gl.cdiv(gl.minimum(N, (m + 1) * CONSUMER_M), BLOCK_N)
+        n_free = (m * CONSUMER_M) // BLOCK_N
+    else:
+        n_total = gl.cdiv(N, BLOCK_N)
+        n_free = N // BLOCK_N
+    return n_free, n_total
+
+
+@gluon.jit
+def _folded_blocks(start_m, n_m, N, folded, IS_CAUSAL: gl.constexpr, CONSUMER_M: gl.constexpr,
+                   BLOCK_N: gl.constexpr):
+    """FOLD: the two consumers' query blocks of tile start_m of the n_m = cdiv(N, 128) tiles of a head and their
+    bounds (``_block_bounds``), (m0, n_free0, n_total0, m1, n_free1, n_total1). Unfolded, v27's: blocks 2 start_m
+    and 2 start_m + 1. Folded (a causal grid of one round, ``_fold``): consumer 0 takes block 2 n_m - 1 - start_m
+    of the head's 2 n_m and consumer 1 block start_m, the i-th heaviest with the i-th lightest, so that every tile
+    has about the same work. Either way consumer 0's rows see at least as many key blocks as consumer 1's
+    (n_total1 <= n_total0: equal unfolded, with 128-row key blocks; folded, m1 < m0), so the tile's key blocks are
+    consumer 0's. Block 2 n_m - 1 is wholly past N when N % 128 is in [1, 64] (as consumer 1's of v27's last tile):
+    its rows run their bounds on a Q that the TMA filled with zeros (finite scores), and their O store writes
+    nothing."""
+    m0 = gl.where(folded, 2 * n_m - 1 - start_m, 2 * start_m)
+    m1 = gl.where(folded, start_m, 2 * start_m + 1)
+    n_free0, n_total0 = _block_bounds(m0, N, IS_CAUSAL, CONSUMER_M, BLOCK_N)
+    n_free1, n_total1 = _block_bounds(m1, N, IS_CAUSAL, CONSUMER_M, BLOCK_N)
+    return m0, n_free0, n_total0, m1, n_free1, n_total1
+
+
+@gluon.jit
+def _fold(T, P, IS_CAUSAL: gl.constexpr):
+    """FOLD: whether the tiles are folded (``_folded_blocks``): causal, and every program takes one tile (T <= P),
+    so that no later round can balance a heavy tile with a light one."""
+    if IS_CAUSAL:
+        folded = T <= P
+    else:
+        folded = T < 0
+    return folded
+
+
+@gluon.jit
+def _drain(k_bars, v_bars, k_empty, v_empty, lo, hi, base, rbase, NUM_STAGES: gl.constexpr,
+           my_turn, next_turn, TURN_FLIP: gl.constexpr):
+    """FOLD: a consumer's part in the tile's key blocks [lo, hi) that its rows do not see (the other consumer's
+    rows do): each block is waited for and handed back at once, and its round of the turns (block j's is round
+    rbase + j + 1: the consumer's rounds 0 .. lo were its own blocks') taken and passed, so that the ring's
+    releases (count 2) and the turns' strict alternation go on as if it had run the block. The wait comes first:
+    a release before the block has landed would fall into the slot's previous phase, the release of block
+    base + j - NUM_STAGES, and free that buffer before the other consumer had read it."""
+    for j in range(lo, hi):
+        blk = base + j
+        slot = blk % NUM_STAGES
+        phase = (blk // NUM_STAGES) & 1
+        mbarrier.wait(k_bars.index(slot), phase)
+        mbarrier.wait(v_bars.index(slot), phase)
+        _take_turn(my_turn, rbase + j + 1, TURN_FLIP)
+        _pass_turn(next_turn)
+        mbarrier.arrive(k_empty.index(slot))
+        mbarrier.arrive(v_empty.index(slot))
+
+
+@gluon.jit
 def _persistent_producer(q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars, k_empty,
                          v_empty, H, GROUP, N, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr,
                          BLOCK_N: gl.constexpr, CONSUMER_M: gl.constexpr, NUM_STAGES: gl.constexpr,
-                         SECTIONS: gl.constexpr):
+                         SECTIONS: gl.constexpr, FOLD: gl.constexpr = False):
     """PERSISTENT: the producer warp over the program's tiles (``_tile_of``): each tile's Q, both halves on q_bar
     once both consumers have handed Q's buffer back (q_empty, parity (i & 1) ^ 1 for tile i: a fresh barrier passes
     the first), then its K and V blocks, which go on round the ring from where the previous tile's left off."""
     n_m, BH, pid, P, count = _program_tiles(q_desc.shape[0], H, N, BLOCK_M)
     SH = _section_heads(BH, GROUP, n_m, P) if SECTIONS else BH     # SECTIONS: a section's query heads
+    folded = _fold(BH * n_m, P, IS_CAUSAL)
     base = 0
     for i in range(count):
         off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m, SH, SECTIONS)
-        if IS_CAUSAL:
-            n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
-        else:
-            n_total = gl.cdiv(N, BLOCK_N)
         mbarrier.wait(q_empty, (i & 1) ^ 1)
         mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
-        for c in gl.static_range(2):
-            tma.async_copy_global_to_shared(q_desc, [off_b, off_h, (2 * start_m + c) * CONSUMER_M, 0], q_bar,
-                                            q_smem.index(c))
+        if FOLD:
+            # FOLD: the consumers' two query blocks (_folded_blocks); the tile's key blocks are consumer 0's, whose
+            # rows see at least as many as consumer 1's
+            m0, _f0, n_total, m1, _f1, _n1 = _folded_blocks(start_m, n_m, N, folded, IS_CAUSAL, CONSUMER_M, BLOCK_N)
+            tma.async_copy_global_to_shared(q_desc, [off_b, off_h, m0 * CONSUMER_M, 0], q_bar, q_smem.index(0))
+            tma.async_copy_global_to_shared(q_desc, [off_b, off_h, m1 * CONSUMER_M, 0], q_bar, q_smem.index(1))
+        else:
+            if IS_CAUSAL:
+                n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
+            else:
+                n_total = gl.cdiv(N, BLOCK_N)
+            for c in gl.static_range(2):
+                tma.async_copy_global_to_shared(q_desc, [off_b, off_h, (2 * start_m + c) * CONSUMER_M, 0], q_bar,
+                                                q_smem.index(c))
         _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_total, off_b,
                      off_h // GROUP, BLOCK_N, NUM_STAGES, base)
         base += n_total
@@ -925,29 +998,55 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
                          PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr,
-                         SECTIONS: gl.constexpr):
+                         SECTIONS: gl.constexpr, FOLD: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
     position base (the blocks of the earlier tiles) and its round 0 at base + i (each tile has n_total + 1 rounds);
-    the last O store is waited for before the partition ends."""
+    the last O store is waited for before the partition ends.
+    FOLD: the query blocks and bounds of ``_folded_blocks``; the tile has consumer 0's key blocks, of which
+    consumer 1 runs its own and drains the rest (``_drain``), so that both still take n_total + 1 rounds of the
+    tile's n_total blocks."""
     n_m, BH, pid, P, count = _program_tiles(k_desc.shape[0], H, N, BLOCK_M)
     SH = _section_heads(BH, GROUP, n_m, P) if SECTIONS else BH     # SECTIONS: a section's query heads
     base = 0
     for i in range(count):
         off_b, off_h, start_m = _tile_of(i, pid, P, BH, H, n_m, SH, SECTIONS)
-        if IS_CAUSAL:
-            n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
-            n_free = ((2 * start_m + C) * CONSUMER_M) // BLOCK_N
+        if FOLD:
+            # FOLD: this consumer's query block and bounds (_folded_blocks)
+            m0, n_free0, n_total0, m1, n_free1, n_total1 = _folded_blocks(start_m, n_m, N,
+                                                                          _fold(BH * n_m, P, IS_CAUSAL), IS_CAUSAL,
+                                                                          CONSUMER_M, BLOCK_N)
+            if C == 0:
+                m_c = m0
+                n_free = n_free0
+                n_total = n_total0
+            else:
+                m_c = m1
+                n_free = n_free1
+                n_total = n_total1
+                n_blocks = n_total0         # the tile's key blocks
         else:
-            n_total = gl.cdiv(N, BLOCK_N)
-            n_free = N // BLOCK_N
+            if IS_CAUSAL:
+                n_total = gl.cdiv(gl.minimum(N, (start_m + 1) * BLOCK_M), BLOCK_N)
+                n_free = ((2 * start_m + C) * CONSUMER_M) // BLOCK_N
+            else:
+                n_total = gl.cdiv(N, BLOCK_N)
+                n_free = N // BLOCK_N
+            m_c = 2 * start_m + C
         # (PV_IN_FLIGHT is passed on: SOFTMAX_OVERLAP's steps do not read it)
         _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_free,
-                  n_total, off_b, off_h, off_h // GROUP, 2 * start_m + C, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
+                  n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
                   PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem)
-        base += n_total
+        if FOLD and C == 1:
+            # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
+            # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
+            _drain(k_bars, v_bars, k_empty, v_empty, n_total, n_blocks, base, base + i, NUM_STAGES, my_turn,
+                   next_turn, TURN_FLIP)
+            base += n_blocks
+        else:
+            base += n_total
     tma.store_wait(pendings=0)
 
 
@@ -958,7 +1057,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False,
                     REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False,
                     PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False,
-                    SECTIONS: gl.constexpr = False):
+                    SECTIONS: gl.constexpr = False, FOLD: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -980,6 +1079,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     program per SM, at most one per tile), with SPLIT_CONSUMERS' descriptors and options; the tiles are read from
     N, H and q_desc's shape, the programs from the grid.
     SECTIONS (with PERSISTENT): the tiles in sections of a few K/V heads (``_tile_of``).
+    FOLD (with PERSISTENT): on a causal grid of one round, each tile's consumers take a light and a heavy 64-row
+    query block of its head (``_folded_blocks``).
     """
     dtype: gl.constexpr = q_desc.dtype
 
@@ -1028,6 +1129,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # PERSISTENT: both consumers have the tile's n_total blocks (see _persistent_consumer)
     gl.static_assert(BLOCK_N == BLOCK_M or not PERSISTENT, "PERSISTENT: 128-row K/V blocks")
     gl.static_assert(PERSISTENT or not SECTIONS, "SECTIONS is built on PERSISTENT")
+    # FOLD: the drain's turns are PINGPONG's (v26 is built with it)
+    gl.static_assert((PERSISTENT and PINGPONG) or not FOLD, "FOLD is built on PERSISTENT with PINGPONG")
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
     if PAIR:
@@ -1107,15 +1210,15 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
-                                    SECTIONS)),
+                                    SECTIONS, FOLD)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
-                                    SECTIONS)),
+                                    SECTIONS, FOLD)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
-                                    NUM_STAGES, SECTIONS)),
+                                    NUM_STAGES, SECTIONS, FOLD)),
         ], [4, 1], [CONSUMER_REGS, _PRODUCER_REGS])
     elif PAIR:
         # Both halves of the Q tile on one barrier: one expect of both tiles' bytes (an expect is also the
@@ -1226,11 +1329,29 @@ def section_heads(BH: int, GROUP: int, n_m: int, P: int) -> int:
     return BH if s * GROUP * n_m < need else s * GROUP
 
 
+def fold(T: int, P: int, causal: bool) -> bool:
+    """FOLD: whether a grid of T tiles on P programs is folded, ``_fold`` in Python (for the tests and the verify
+    grid; the kernel computes its own)."""
+    return bool(causal) and T <= P
+
+
+def folded_blocks(start_m: int, N: int, folded: bool, causal: bool, consumer_m: int = 64,
+                  block_n: int = 128) -> tuple:
+    """FOLD: ``_folded_blocks`` in Python, (m0, n_free0, n_total0, m1, n_free1, n_total1) of tile start_m."""
+    def bounds(m):
+        if causal:
+            return (m * consumer_m) // block_n, -(-min(N, (m + 1) * consumer_m) // block_n)
+        return N // block_n, -(-N // block_n)
+    n_m = -(-N // (2 * consumer_m))
+    m0, m1 = (2 * n_m - 1 - start_m, start_m) if folded else (2 * start_m, 2 * start_m + 1)
+    return (m0, *bounds(m0), m1, *bounds(m1))
+
+
 def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stages: int,
                 sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
                 softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-                sections: bool = False) -> dict:
+                sections: bool = False, fold: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1254,6 +1375,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                          "that kernel's tiles")
     if sections and not persistent:
         raise ValueError("sections (the Gluon kernel's SECTIONS) needs persistent: it orders that kernel's tiles")
+    if fold and not (persistent and pingpong):
+        raise ValueError("fold (the Gluon kernel's FOLD) needs persistent and pingpong: it pairs that kernel's query "
+                         "blocks and drains through its turns")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -1265,7 +1389,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
                 SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
-                SECTIONS=bool(sections))
+                SECTIONS=bool(sections), FOLD=bool(fold))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1369,7 +1493,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 num_stages: int = 3, num_warps: int | None = None, producer_warp: bool = False,
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-                sections: bool = False):
+                sections: bool = False, fold: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1395,7 +1519,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
-                         persistent=persistent, sections=sections)
+                         persistent=persistent, sections=sections, fold=fold)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1459,7 +1583,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-            sections: bool = False):
+            sections: bool = False, fold: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1468,7 +1592,8 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
-    persistent = persistent or sections
+    persistent = persistent or sections or fold
+    pingpong = pingpong or fold
     split_consumers = split_consumers or pingpong or persistent
     register_realloc = register_realloc or split_consumers
     softmax_overlap = softmax_overlap or register_realloc
@@ -1485,7 +1610,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     if out is None:
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
-                       softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections)
+                       softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

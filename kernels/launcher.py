@@ -231,7 +231,8 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                                    producer_warp="producer_warp" in switches, two_consumers=two_consumers,
                                    softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc,
                                    split_consumers=split_consumers, pingpong="pingpong" in switches,
-                                   persistent=persistent, sections="l2_sections" in switches)
+                                   persistent=persistent, sections="l2_sections" in switches,
+                                   fold="folded_pairs" in switches)
     return Launch(label, switches, t, grid, kwargs)
 
 

@@ -221,6 +221,14 @@ GLUON: Mapping[str, Switch] = {
                "balanced), so that the programs running at once read the K/V of a few heads, which the L2 holds, "
                "where v26's order (a query block of every head at a time) streams every head's K/V from memory",
                "SECTIONS", requires=("persistent",)),
+        Switch("folded_pairs", "v28",
+               "on a causal grid of one round (no more 128-row tiles than programs, as at N = 512 at the headline "
+               "layout), each tile's two consumers take a light and a heavy 64-row query block of its head (the "
+               "i-th from the start with the i-th from the end, a fold), so that every program has about the same "
+               "work, where 128-row tiles range from one key block to N / 128 and the heaviest sets the kernel's "
+               "time; the consumer whose rows see fewer key blocks waits for and hands back the rest, and takes "
+               "their turns",
+               "FOLD", requires=("persistent",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

@@ -359,6 +359,14 @@ def test_the_gpu_grid_holds_every_group_size_odd_lengths_and_strided_inputs():
     from kernels.gluon_fwd import section_heads
     assert any(section_heads(c.shape.B * c.shape.H, c.shape.H // c.shape.H_kv, -(-c.shape.N // 128), 132)
                < c.shape.B * c.shape.H for c in grid if c.variant == STAGES_LAST and c.shape.N % 128)
+    # and FOLD's folded grid (v28: causal, one round), a consumer draining several key blocks (1 x 6 x 8 tiles at
+    # N = 1023) and tiles with a consumer whose rows are all past N (N = 130)
+    from kernels.gluon_fwd import fold, folded_blocks
+    folded = [c for c in grid if c.variant == STAGES_LAST and c.shape.causal
+              and fold(c.shape.B * c.shape.H * -(-c.shape.N // 128), 132, True)]
+    assert any(max(t0 - t1 for _, _, t0, _, _, t1 in (folded_blocks(s, c.shape.N, True, True)
+                                                      for s in range(-(-c.shape.N // 128)))) >= 4 for c in folded)
+    assert any(-(-c.shape.N // 64) % 2 for c in folded)
     strided = [c for c in grid if c.layout == "bnhd"]
     assert strided and all("const_strides" not in c.switches for c in strided)
     # the strided layout really is non-contiguous, and right, in the interpreter
