@@ -937,10 +937,10 @@ def _fold(T, P, IS_CAUSAL: gl.constexpr):
 
 @gluon.jit
 def _drain(k_bars, v_bars, k_empty, v_empty, lo, hi, base, rbase, NUM_STAGES: gl.constexpr,
-           my_turn, next_turn, TURN_FLIP: gl.constexpr):
+           PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr):
     """FOLD: a consumer's part in the tile's key blocks [lo, hi) that its rows do not see (the other consumer's
-    rows do): each block is waited for and handed back at once, and its round of the turns (block j's is round
-    rbase + j + 1: the consumer's rounds 0 .. lo were its own blocks') taken and passed, so that the ring's
+    rows do): each block is waited for and handed back at once, and with PINGPONG its round of the turns (block j's
+    is round rbase + j + 1: the consumer's rounds 0 .. lo were its own blocks') taken and passed, so that the ring's
     releases (count 2) and the turns' strict alternation go on as if it had run the block. The wait comes first:
     a release before the block has landed would fall into the slot's previous phase, the release of block
     base + j - NUM_STAGES, and free that buffer before the other consumer had read it."""
@@ -950,8 +950,9 @@ def _drain(k_bars, v_bars, k_empty, v_empty, lo, hi, base, rbase, NUM_STAGES: gl
         phase = (blk // NUM_STAGES) & 1
         mbarrier.wait(k_bars.index(slot), phase)
         mbarrier.wait(v_bars.index(slot), phase)
-        _take_turn(my_turn, rbase + j + 1, TURN_FLIP)
-        _pass_turn(next_turn)
+        if PINGPONG:
+            _take_turn(my_turn, rbase + j + 1, TURN_FLIP)
+            _pass_turn(next_turn)
         mbarrier.arrive(k_empty.index(slot))
         mbarrier.arrive(v_empty.index(slot))
 
@@ -1042,8 +1043,8 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
-            _drain(k_bars, v_bars, k_empty, v_empty, n_total, n_blocks, base, base + i, NUM_STAGES, my_turn,
-                   next_turn, TURN_FLIP)
+            _drain(k_bars, v_bars, k_empty, v_empty, n_total, n_blocks, base, base + i, NUM_STAGES, PINGPONG,
+                   my_turn, next_turn, TURN_FLIP)
             base += n_blocks
         else:
             base += n_total
@@ -1129,8 +1130,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # PERSISTENT: both consumers have the tile's n_total blocks (see _persistent_consumer)
     gl.static_assert(BLOCK_N == BLOCK_M or not PERSISTENT, "PERSISTENT: 128-row K/V blocks")
     gl.static_assert(PERSISTENT or not SECTIONS, "SECTIONS is built on PERSISTENT")
-    # FOLD: the drain's turns are PINGPONG's (v26 is built with it)
-    gl.static_assert((PERSISTENT and PINGPONG) or not FOLD, "FOLD is built on PERSISTENT with PINGPONG")
+    gl.static_assert(PERSISTENT or not FOLD, "FOLD is built on PERSISTENT")
     # Shared memory: Q's tile (O's on the way out), the K and V rings, and their barriers ("ready": the tile has
     # arrived; with a producer warp also "empty": the consumer is done with the buffer).
     if PAIR:
@@ -1375,9 +1375,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                          "that kernel's tiles")
     if sections and not persistent:
         raise ValueError("sections (the Gluon kernel's SECTIONS) needs persistent: it orders that kernel's tiles")
-    if fold and not (persistent and pingpong):
-        raise ValueError("fold (the Gluon kernel's FOLD) needs persistent and pingpong: it pairs that kernel's query "
-                         "blocks and drains through its turns")
+    if fold and not persistent:
+        raise ValueError("fold (the Gluon kernel's FOLD) needs persistent: it pairs the query blocks of that "
+                         "kernel's tiles")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -1593,7 +1593,6 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     import torch
     B, H, N, D = q.shape
     persistent = persistent or sections or fold
-    pingpong = pingpong or fold
     split_consumers = split_consumers or pingpong or persistent
     register_realloc = register_realloc or split_consumers
     softmax_overlap = softmax_overlap or register_realloc

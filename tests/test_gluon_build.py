@@ -1210,13 +1210,13 @@ def test_fold_at_the_headline_layout_is_n_512_alone():
         (7, 3, 4, 0, 0, 1), (6, 3, 4, 1, 0, 1), (5, 2, 3, 2, 1, 2), (4, 2, 3, 3, 1, 2)]
 
 
-def test_fold_needs_the_persistent_grid_with_turns():
+def test_fold_needs_the_persistent_grid():
     from kernels.gluon_fwd import kernel_args
     q = torch.empty((1, 2, 128, 64), dtype=torch.float16, device="meta")
     k = torch.empty((1, 1, 128, 64), dtype=torch.float16, device="meta")
-    with pytest.raises(ValueError, match="fold .* needs persistent and pingpong"):
+    with pytest.raises(ValueError, match="fold .* needs persistent"):
         kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, producer_warp=True, two_consumers=True,
-                    softmax_overlap=True, register_realloc=True, split_consumers=True, fold=True)
+                    softmax_overlap=True, register_realloc=True, split_consumers=True, pingpong=True, fold=True)
 
 
 @pytest.mark.parametrize("name", FOLD_LOOPED)
