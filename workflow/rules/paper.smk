@@ -89,12 +89,14 @@ rule tables:
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
-GLUON_GRID = f"{DATA}/run-23"               # the newest GPU verification of the Gluon kernel's current source
+GLUON_GRID = f"{DATA}/probes/v28-check"     # the newest GPU verification of the Gluon kernel's current source
 PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
 PROBE_HOST = f"{DATA}/probes/host-cost"
 PROBE_V23 = f"{DATA}/probes/v23-check"      # v23's first GPU check: its own tile and v22's, beside v22
 PROBE_STATE = f"{DATA}/probes/gpu-state"   # NVML read while the kernels ran: the clocks and the power cap
 PROBE_XCAUSE = f"{DATA}/probes/crosscheck-cause"   # why Nsight and the timer disagree at short N
+PROBE_V28 = f"{DATA}/probes/v28-check"     # v28's verify grid (v19-v28) and timing beside v27 and cuDNN
+PROBE_V28X = f"{DATA}/probes/v28-xcheck"   # the same entries four ways (timer and Nsight, flushed or not)
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -125,6 +127,9 @@ VALUES = {
                       best_per_n=rules.ours.output.best, timings=rules.aggregate.output.timings),
     "state": dict(per_run=rules.aggregate.output.per_run, timings=rules.aggregate.output.timings),
     "xcause": dict(seal_file=f"{PROBE_XCAUSE}/SHA256SUMS", cause=f"{PROBE_XCAUSE}/crosscheck_cause.csv"),
+    "v28check": dict(seal_file=f"{PROBE_V28}/SHA256SUMS", xseal_file=f"{PROBE_V28X}/SHA256SUMS",
+                     correctness=f"{PROBE_V28}/verify/correctness.csv", timing=f"{PROBE_V28}/timing.csv",
+                     cause=f"{PROBE_V28X}/crosscheck_cause.csv"),
     "v23check": dict(seal_file=f"{PROBE_V23}/SHA256SUMS", timing=f"{PROBE_V23}/timing.csv",
                      precheck=f"{PROBE_V23}/precheck.csv"),
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
@@ -146,7 +151,8 @@ VALUES = {
                   gpu_state=f"{PROBE_STATE}/gpu_state.json", timings=rules.aggregate.output.timings),
 }
 PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
-          "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23, "xcause": PROBE_XCAUSE}
+          "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23, "xcause": PROBE_XCAUSE,
+          "v28check": PROBE_V28}
 
 
 rule values:

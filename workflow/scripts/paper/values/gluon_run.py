@@ -55,7 +55,11 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path) -> 
         v.put("gsruns", st, "first", mine[0])
         v.put("gsruns", st, "phrase", "one run" if len(mine) == 1 else
               f"{words.get(len(mine), len(mine))} runs, medians of the changes within each")
-    v.macro("GluonLastRun", max(set(g.run), key=run_number))     # the newest run that timed a Gluon stage
+    last_run = max(set(g.run), key=run_number)
+    v.macro("GluonLastRun", last_run)     # the newest run that timed a Gluon stage
+    untimed = [s for s in GLUON_STAGES if s not in set(g[g.run == last_run].variant)]
+    v.macro("GluonLastRunTimed", "every Gluon stage" if not untimed else
+            f"every Gluon stage but {listing(untimed)}")  # registered since that run
     ratio = g.groupby(["variant", "dtype", "N"]).x_cudnn.median()
     for (st, dt, n), x in ratio.items():
         if dt == "float16":         # the text quotes float16's; bfloat16's are in the fastest per N (gbest)
