@@ -1,0 +1,6 @@
+#!/bin/bash
+# The two device commands of this probe, as run (the machine warm, the tree at PROJECT_COMMIT e7940c5):
+# 1, right after ../host-cost-v28's command: one pass at N = 2048 ... 16384
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0; mkdir -p /tmp/p && cd /tmp/p && nvidia-smi --query-gpu=name,uuid,clocks.sm,power.draw --format=csv > nvidia-smi.csv; cd -; sha256sum kernels/*.py > /tmp/p/kernel_sha256.txt; cp .whl/probe_host28.sh /tmp/p/probe_command.sh; timeout -s KILL 400 python3 workflow/scripts/tools/check_stages.py --config config/config.yaml --stages v27 v28 --N 2048 4096 8192 16384 --dtypes float16 --out /tmp/p/timing_long.csv > /tmp/p/timing_long.log 2>&1; echo rc=$?; tail -12 /tmp/p/timing_long.log; tar czf $OUT/p.tar.gz -C /tmp p
+# 2, right after it: six passes, one after another, at N = 512, 1024, 8192 and 16384
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0; mkdir -p /tmp/q; for i in 1 2 3 4 5 6; do timeout -s KILL 80 python3 workflow/scripts/tools/check_stages.py --config config/config.yaml --stages v27 v28 --N 512 1024 8192 16384 --dtypes float16 --out /tmp/q/timing_rep$i.csv > /tmp/q/timing_rep$i.log 2>&1; echo "rep $i rc=$? $(date +%T)"; done; nvidia-smi --query-gpu=name,uuid,clocks.sm,power.draw --format=csv >> /tmp/q/nvidia-smi.csv; tar czf $OUT/q.tar.gz -C /tmp q
