@@ -97,6 +97,8 @@ PROBE_STATE = f"{DATA}/probes/gpu-state"   # NVML read while the kernels ran: th
 PROBE_XCAUSE = f"{DATA}/probes/crosscheck-cause"   # why Nsight and the timer disagree at short N
 PROBE_V28 = f"{DATA}/probes/v28-check"     # v28's verify grid (v19-v28) and timing beside v27 and cuDNN
 PROBE_V28X = f"{DATA}/probes/v28-xcheck"   # the same entries four ways (timer and Nsight, flushed or not)
+PROBE_HOST28 = f"{DATA}/probes/host-cost-v28"   # the host cost of every stage, v28 included, at v28's source
+PROBE_REP28 = f"{DATA}/probes/v28-repeats"     # six passes of v27, v28 and cuDNN, one after another
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -130,6 +132,11 @@ VALUES = {
     "v28check": dict(seal_file=f"{PROBE_V28}/SHA256SUMS", xseal_file=f"{PROBE_V28X}/SHA256SUMS",
                      correctness=f"{PROBE_V28}/verify/correctness.csv", timing=f"{PROBE_V28}/timing.csv",
                      cause=f"{PROBE_V28X}/crosscheck_cause.csv"),
+    "host28": dict(seal_file=f"{PROBE_HOST28}/SHA256SUMS", quick=f"{PROBE_HOST28}/host_cost_quick.csv",
+                   gluon=f"{PROBE_HOST28}/host_cost.csv", env=f"{PROBE_HOST28}/env.json",
+                   guards=f"{PROBE_HOST28}/gpu_tests_guards.log", op=f"{PROBE_HOST28}/gpu_tests_op.log"),
+    "repeats28": dict(seal_file=f"{PROBE_REP28}/SHA256SUMS",
+                      passes=[f"{PROBE_REP28}/timing_rep{i}.csv" for i in range(1, 7)]),
     "v23check": dict(seal_file=f"{PROBE_V23}/SHA256SUMS", timing=f"{PROBE_V23}/timing.csv",
                      precheck=f"{PROBE_V23}/precheck.csv"),
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
@@ -152,7 +159,7 @@ VALUES = {
 }
 PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
           "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23, "xcause": PROBE_XCAUSE,
-          "v28check": PROBE_V28}
+          "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28}
 
 
 rule values:

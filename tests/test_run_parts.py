@@ -1,0 +1,58 @@
+"""workflow/scripts/tools/run_parts.sh, the lite run in parts on a machine a part may not find again: a part on a
+fresh machine resumes from the archive of the same commit's earlier part, with its files newer than the tree, and
+refuses an archive of another commit (run here up to its part check: no GPU, no Snakemake)."""
+import os
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "workflow" / "scripts" / "tools" / "run_parts.sh"
+
+
+def archive(tmp_path: Path, commit: str) -> Path:
+    """An earlier part's archive: one CSV of run-x's staging folder, its commit beside it, Snakemake's metadata."""
+    src = tmp_path / "src"
+    staging = src / "results" / "staging" / "nvidia-h200" / "run-x"
+    (staging / "verify").mkdir(parents=True)
+    (staging / "verify" / "correctness.csv").write_text("key,status\na,ok\n")
+    (src / "results" / "staging" / "nvidia-h200" / "run-x.commit").write_text(commit + "\n")
+    (src / ".snakemake" / "metadata").mkdir(parents=True)
+    (src / ".snakemake" / "metadata" / "m").write_text("{}")
+    old = time.time() - 3600
+    for p in src.rglob("*"):
+        os.utime(p, (old, old))
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    with tarfile.open(wheels / "staging-run-x.tar.gz", "w:gz") as t:
+        for name in ("results", ".snakemake"):
+            t.add(src / name, arcname=name)
+    return wheels
+
+
+def run_part(tmp_path: Path, wheels: Path, commit: str) -> subprocess.CompletedProcess:
+    work, out, site = tmp_path / "work", tmp_path / "out", tmp_path / "site"
+    work.mkdir(exist_ok=True)
+    out.mkdir(exist_ok=True)
+    site.mkdir(exist_ok=True)
+    (site / ".done").touch()           # the wheels' install is the machine's, not this test's
+    env = {**os.environ, "PROJECT_COMMIT": commit, "OUT": str(out), "WHEELS": str(wheels), "SITE": str(site)}
+    return subprocess.run(["bash", str(SCRIPT), "run-x", "0"], cwd=work, env=env, capture_output=True, text=True)
+
+
+def test_a_fresh_machine_resumes_from_the_same_commits_archive_with_its_files_newer_than_the_tree(tmp_path):
+    wheels = archive(tmp_path, "abc123")
+    before = time.time() - 1
+    p = run_part(tmp_path, wheels, "abc123")
+    assert p.returncode == 2 and "part 0: expected 1, 2 or 3" in p.stderr    # stopped at the part check, after it
+    assert "resumed run-x" in p.stdout and "1 CSV files" in p.stdout
+    f = tmp_path / "work" / "results" / "staging" / "nvidia-h200" / "run-x" / "verify" / "correctness.csv"
+    assert f.read_text() == "key,status\na,ok\n" and f.stat().st_mtime >= before
+
+
+def test_an_archive_of_another_commit_is_refused_and_left_unpacked_nowhere(tmp_path):
+    wheels = archive(tmp_path, "abc123")
+    p = run_part(tmp_path, wheels, "def456")
+    assert p.returncode == 8 and "from commit abc123, not def456: not resumed" in p.stderr
+    assert not (tmp_path / "work" / "results" / "staging" / "nvidia-h200" / "run-x").exists()

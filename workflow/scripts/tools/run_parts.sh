@@ -1,0 +1,57 @@
+#!/bin/bash
+# A lite GPU run in parts, one command each, for a machine lent a command at a time (at most 10 minutes each) that a
+# later command may not find again. Part 1: the verify grid, compile, theory, the host-sleep check, the ceilings and
+# the headline, tuning and tile benches; part 2: Nsight's profile, the qwen3, bf16 and ablation benches, Qwen3 end to
+# end; part 3: the N sweep and the seal. Each part's targets include the earlier parts' (a part cut by its limit is
+# finished by the next), and each part ends by packing the run's staging folder and Snakemake's metadata into
+# $OUT/staging-$RUN.tar.gz. Where a part finds no staging folder (a fresh machine) and that archive, from the same
+# commit, lies in $WHEELS, it unpacks it and marks its files newer than the tree, so that Snakemake resumes there
+# instead of measuring again; the bench's partial files refuse any other origin themselves.
+#
+#   PROJECT_COMMIT=<sha> OUT=<folder> WHEELS=.whl bash workflow/scripts/tools/run_parts.sh run-25 1
+#
+# $WHEELS holds the wheels the machine lacks (Snakemake's and the lock's others), installed once into $SITE (/tmp/site).
+set -u
+RUN=$1 PART=$2
+WHEELS=${WHEELS:-.whl} SITE=${SITE:-/tmp/site} GPU=${GPU:-nvidia-h200} LIMIT=${LIMIT:-555}
+export PYTHONUNBUFFERED=1
+: "${PROJECT_COMMIT:?set PROJECT_COMMIT to the commit of the tree}" "${OUT:?set OUT to the folder the results go to}"
+t0=$(date +%s)
+if [ ! -f "$SITE/.done" ]; then
+  python3 -m pip install -q --no-deps --no-index --target "$SITE" "$WHEELS"/*.whl && touch "$SITE/.done" || exit 9
+fi
+export PYTHONPATH=$SITE:$PWD
+S=results/staging/$GPU/$RUN
+if [ ! -d "$S" ] && [ -f "$WHEELS/staging-$RUN.tar.gz" ]; then
+  tar xzf "$WHEELS/staging-$RUN.tar.gz"
+  if [ "$(cat "$S.commit" 2>/dev/null)" != "$PROJECT_COMMIT" ]; then
+    echo "$WHEELS/staging-$RUN.tar.gz is from commit $(cat "$S.commit" 2>/dev/null), not $PROJECT_COMMIT: not resumed" >&2
+    rm -rf "$S" "$S.commit"; exit 8
+  fi
+  find "$S" .snakemake/metadata -type f -exec touch {} +
+  echo "resumed $RUN from $WHEELS/staging-$RUN.tar.gz: $(find "$S" -name '*.csv' | wc -l) CSV files"
+fi
+T1="$S/verify/correctness.csv $S/compile/compiled.csv $S/theory.csv $S/timer_check/timer_check.csv $S/ceilings/ceilings.csv $S/bench-headline/timings.csv $S/bench-tuning/timings.csv $S/bench-tiles/timings.csv"
+T2="$T1 $S/profile/ncu.csv $S/bench-qwen3/timings.csv $S/bench-bf16/timings.csv $S/bench-ablation/timings.csv $S/qwen3_e2e/qwen3_e2e.csv"
+case $PART in
+  1) T=$T1;;
+  2) T=$T2;;
+  3) T="$T2 data/$GPU/$RUN/SHA256SUMS";;
+  *) echo "part $PART: expected 1, 2 or 3" >&2; exit 2;;
+esac
+timeout -s INT "$LIMIT" python3 -m snakemake --profile profiles/gpu --resources gpu=1 --scheduler greedy \
+  --configfile config/config.yaml config/lite.yaml --config measure=True run="$RUN" 'crosscheck_waivers=[]' -- $T \
+  > "$OUT/snakemake-part$PART.log" 2>&1
+rc=$?
+echo "part $PART rc=$rc after $(( $(date +%s) - t0 )) s"
+grep -E "^Finished|^Error|Nothing to be done" "$OUT/snakemake-part$PART.log" | tail -20
+tail -6 "$OUT/snakemake-part$PART.log"
+if [ -d "$S" ]; then
+  echo "$PROJECT_COMMIT" > "$S.commit"
+  tar czf "$OUT/staging-$RUN.tar.gz" "$S" "$S.commit" .snakemake/metadata && ls -la "$OUT/staging-$RUN.tar.gz"
+fi
+tar czf "$OUT/logs-part$PART.tar.gz" .snakemake/log/*.log $(ls "$S"/*/*.log 2>/dev/null) 2>/dev/null
+if [ "$PART" = 3 ] && [ -f "data/$GPU/$RUN/SHA256SUMS" ]; then
+  tar czf "$OUT/$RUN.tar.gz" "data/$GPU/$RUN" && ls -la "$OUT/$RUN.tar.gz"
+fi
+exit $rc
