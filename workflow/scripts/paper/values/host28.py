@@ -1,6 +1,6 @@
 """The paper's numbers from the host-cost probe of v28's session (data/<gpu>/probes/host-cost-v28, sealed;
-workflow/scripts/tools/host_cost.py at the commit its env.json records): a cached call of every registered stage
-(v0-v28, its `--quick` pass) and of the Gluon stages (the plan's loops), PyTorch's SDPA on the same host, and the
+workflow/scripts/tools/host_cost.py at the commit its env.json records): a cached call of every stage registered at
+its commit (v0-v28, its `--quick` pass) and of the Gluon stages (the plan's loops), PyTorch's SDPA on the same host, and the
 counts of the GPU tests it ran (v28's guards, the operator)."""
 import json
 import re
@@ -28,8 +28,8 @@ def values(seal_file: Path, quick: Path, gluon: Path, env: Path, guards: Path, o
     v = Values("host28")
     q = pd.read_csv(quick)
     cache = q[q.path == "cache"].set_index("variant").host_us
-    if sorted(cache.index) != sorted(STAGES):
-        raise ValueError(f"{quick}: the quick pass should cover every registered stage")
+    if not set(cache.index) <= set(STAGES) or "v28" not in cache.index:
+        raise ValueError(f"{quick}: the quick pass should cover v28 and registered stages only")
     if not q[q.path.isin(["triton", "fill", "cache"])].same_as_triton.astype(bool).all():
         raise ValueError(f"{quick}: a launch path's output differs from Triton's own launch")
     v.macro("HostQuickStages", len(cache))
