@@ -99,6 +99,7 @@ PROBE_V28 = f"{DATA}/probes/v28-check"     # v28's verify grid (v19-v28) and tim
 PROBE_V28X = f"{DATA}/probes/v28-xcheck"   # the same entries four ways (timer and Nsight, flushed or not)
 PROBE_HOST28 = f"{DATA}/probes/host-cost-v28"   # the host cost of every stage, v28 included, at v28's source
 PROBE_REP28 = f"{DATA}/probes/v28-repeats"     # six passes of v27, v28 and cuDNN, one after another
+PROBE_COLD28 = f"{DATA}/probes/v28-cold"       # Nsight's warp states at N = 512, every cache flushed or none
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -137,6 +138,8 @@ VALUES = {
                    guards=f"{PROBE_HOST28}/gpu_tests_guards.log", op=f"{PROBE_HOST28}/gpu_tests_op.log"),
     "repeats28": dict(seal_file=f"{PROBE_REP28}/SHA256SUMS",
                       passes=[f"{PROBE_REP28}/timing_rep{i}.csv" for i in range(1, 7)]),
+    "cold28": dict(seal_file=f"{PROBE_COLD28}/SHA256SUMS", raw_all=f"{PROBE_COLD28}/raw_all.csv",
+                   raw_none=f"{PROBE_COLD28}/raw_none.csv"),
     "v23check": dict(seal_file=f"{PROBE_V23}/SHA256SUMS", timing=f"{PROBE_V23}/timing.csv",
                      precheck=f"{PROBE_V23}/precheck.csv"),
     "probe": dict(seal_file=f"{PROBE_WS}/SHA256SUMS", probe=f"{PROBE_WS}/probe_ws.csv"),
@@ -159,7 +162,8 @@ VALUES = {
 }
 PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
           "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23, "xcause": PROBE_XCAUSE,
-          "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28}
+          "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28,
+          "cold28": PROBE_COLD28}
 
 
 rule values:
