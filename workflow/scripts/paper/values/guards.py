@@ -10,20 +10,13 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed, listing
+from pipeline.pytest_log import summary
 
 # a failure's section in pytest's log: its header names the case (stage, head dim, log2 of the largest score), its
 # assertion the verdict (the kernel's error, SDPA's)
 SECTION = re.compile(r"_+ test_large_scores_within_the_kernels_domain\[(v\d+)-(\d+)-x1-2\^(\d+)\] _+\n(.*?)(?=\n_{5,} |\n=+ )",
                      re.S)
 VERDICT = re.compile(r"'rel_error': ([0-9.e+-]+),.*'pytorch_rel_error': ([0-9.e+-]+)")
-
-
-def summary(log: Path) -> dict:
-    """pytest's last summary line of a log, as {'passed': n, 'xfailed': n, ...}."""
-    lines = [ln for ln in Path(log).read_text().splitlines() if re.search(r"\d+ (passed|failed)", ln)]
-    if not lines:
-        raise ValueError(f"{log}: no pytest summary")
-    return {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", lines[-1])}
 
 
 def prescaled_errors(log: Path) -> pd.DataFrame:

@@ -3,7 +3,6 @@ workflow/scripts/tools/host_cost.py at the commit its env.json records): a cache
 its commit (v0-v28, its `--quick` pass) and of the Gluon stages (the plan's loops), PyTorch's SDPA on the same host, and the
 counts of the GPU tests it ran (v28's guards, the operator)."""
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -12,15 +11,8 @@ import pandas as pd
 from kernels.stages import STAGES
 from pipeline import seal
 from pipeline.latex import Values, fixed
+from pipeline.pytest_log import passed
 from pipeline.selection import HOST_TARGET_US as TARGET_US
-
-
-def passed(log: Path) -> int:
-    """The pass count of pytest's last line; raises where a test failed or errored."""
-    last = Path(log).read_text().strip().splitlines()[-1]
-    if re.search(r"\d+ (failed|error)", last) or not (m := re.search(r"(\d+) passed", last)):
-        raise ValueError(f"{log}: {last!r} is not a run where every test passed")
-    return int(m.group(1))
 
 
 def values(seal_file: Path, quick: Path, gluon: Path, env: Path, guards: Path, op: Path) -> Values:
