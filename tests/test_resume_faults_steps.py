@@ -1,6 +1,7 @@
 """The faults of test_resume_faults for the other GPU steps that resume or keep state: profile.py (Nsight Compute and
 the report reader replaced by fakes) resumed after a kernel edit is refused, naming the file and the fix, before ncu
-runs again; a second profile, ceilings, timer check or Qwen3 run on one folder stops at once; ceilings.py and
+runs again; a second profile, ceilings, timer check or Qwen3 run on one folder stops at once; qwen3_e2e.py resumes
+after its finished points (an unfinished or out-of-memory one measured again) and refuses another origin; ceilings.py and
 timer_check.py, which resume nothing, write env.json afresh rather than keep an earlier start's."""
 import json
 import os
@@ -169,11 +170,11 @@ def test_a_timer_check_writes_env_json_afresh_and_holds_the_folder(tmp_path, mon
 
 
 def test_a_second_qwen3_run_on_one_folder_stops_before_truncating_the_first_ones_files(tmp_path, monkeypatch):
-    """qwen3_e2e.py begins its partial file and samples.csv afresh (truncated): a second run on the folder of one
-    still running must stop at once, leaving the first one's rows."""
+    """A second qwen3_e2e.py on the folder of one still running must stop at once, before it reads, rewrites or
+    appends to the first one's partial files."""
     qwen3 = step("measure/qwen3_e2e")
     opened = []
-    monkeypatch.setattr(qwen3, "Writer", lambda out: opened.append(out) or pytest.fail("the files were truncated"))
+    monkeypatch.setattr(qwen3, "Writer", lambda out, origin: opened.append(out) or pytest.fail("the files were truncated"))
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     (tmp_path / "qwen3_e2e.partial.csv").write_text("the first run's rows\n")
     fd = hold(tmp_path / "qwen3_e2e.lock")
@@ -183,3 +184,105 @@ def test_a_second_qwen3_run_on_one_folder_stops_before_truncating_the_first_ones
     finally:
         os.close(fd)
     assert not opened and (tmp_path / "qwen3_e2e.partial.csv").read_text() == "the first run's rows\n"
+
+
+class FakePoints:
+    """qwen3_e2e's measure_one replaced: each point writes two rows and one sample (no model runs); a point named in
+    `interrupt` is killed after its first row and sample, one in `oom` runs out of memory after them."""
+
+    def __init__(self, qwen3, monkeypatch, interrupt=(), oom=()):
+        import torch
+
+        self.calls, self.interrupt, self.oom, self.torch = [], set(interrupt), set(oom), torch
+        monkeypatch.setattr(qwen3, "measure_one", self.measure_one)
+
+    def measure_one(self, model, name, layers, layers_full, B, N, a, w, clocks, ours_name):
+        self.calls.append(N)
+        base = dict(model=name, layers=layers, layers_full=layers_full, batch=B, N=N, stage=a.stage)
+        w.row(base, "ours", "eager", "prefill_ms_median", 1.0 + N, "ms")
+        w.sample(dict(model=name, layers=layers, batch=B, N=N, impl="ours", mode="eager", sample=0, ms=1.0 + N))
+        if N in self.interrupt:
+            raise faults.Interrupt(f"killed at N = {N}")
+        if N in self.oom:
+            raise self.torch.OutOfMemoryError(f"out of memory at N = {N}")
+        w.row(base, "sdpa", "eager", "prefill_ms_median", 2.0 + N, "ms")
+
+
+def _qwen3_rows(folder: Path, name: str) -> list:
+    import csv
+    return list(csv.DictReader(open(folder / name)))
+
+
+QWEN3_ARGS = ["--self-check", "--N", "8", "16", "24", "--batch", "1", "--repeats", "1", "--warmup", "0"]
+
+
+def test_a_qwen3_run_resumes_after_its_finished_points_and_measures_an_unfinished_one_again(tmp_path, monkeypatch):
+    """Killed inside its second point, qwen3_e2e.py resumes: the first point is kept and not measured again, the
+    second's rows and samples written before the kill are dropped and it is measured again, and the final files hold
+    each point's rows once, with no marker row."""
+    qwen3 = step("measure/qwen3_e2e")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    args = QWEN3_ARGS + ["--out", str(tmp_path)]
+    first = FakePoints(qwen3, monkeypatch, interrupt={16})
+    with pytest.raises(faults.Interrupt):
+        qwen3.main(args)
+    assert first.calls == [8, 16] and not (tmp_path / "qwen3_e2e.csv").exists()
+    again = FakePoints(qwen3, monkeypatch)
+    assert qwen3.main(args) == 0
+    assert again.calls == [16, 24]
+    rows = _qwen3_rows(tmp_path, "qwen3_e2e.csv")
+    assert sorted((r["N"], r["impl"]) for r in rows) == [(n, i) for n in ("16", "24", "8") for i in ("ours", "sdpa")]
+    assert all(r["metric"] != qwen3.POINT_DONE for r in rows)
+    assert sorted(s["N"] for s in _qwen3_rows(tmp_path, "samples.csv")) == ["16", "24", "8"]
+    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
+
+
+def test_a_qwen3_point_out_of_memory_is_measured_again_on_resume(tmp_path, monkeypatch):
+    """An out-of-memory point (a transient failure) gets no marker: a run killed after it measures it again on
+    resume, where a finished point is skipped."""
+    qwen3 = step("measure/qwen3_e2e")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    args = QWEN3_ARGS + ["--out", str(tmp_path)]
+    first = FakePoints(qwen3, monkeypatch, oom={8}, interrupt={24})
+    with pytest.raises(faults.Interrupt):
+        qwen3.main(args)
+    assert first.calls == [8, 16, 24]
+    again = FakePoints(qwen3, monkeypatch)
+    assert qwen3.main(args) == 0
+    assert again.calls == [8, 24]
+    rows = _qwen3_rows(tmp_path, "qwen3_e2e.csv")
+    assert not [r for r in rows if r["status"] == "oom"]
+    assert sorted((r["N"], r["impl"]) for r in rows) == [(n, i) for n in ("16", "24", "8") for i in ("ours", "sdpa")]
+
+
+def test_a_qwen3_run_resumed_under_another_plan_is_refused(tmp_path, monkeypatch):
+    """A partial file begun for another plan (here more samples per point) is refused, naming the plan and the fix,
+    and left as it was."""
+    qwen3 = step("measure/qwen3_e2e")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    FakePoints(qwen3, monkeypatch, interrupt={16})
+    with pytest.raises(faults.Interrupt):
+        qwen3.main(QWEN3_ARGS + ["--out", str(tmp_path)])
+    before = (tmp_path / "qwen3_e2e.partial.csv").read_text()
+    again = FakePoints(qwen3, monkeypatch)
+    other = list(QWEN3_ARGS)
+    other[other.index("--repeats") + 1] = "3"
+    with pytest.raises(ValueError, match=r"(?s)begun under another origin.*the plan \(models.*move .*qwen3_e2e\.partial"):
+        qwen3.main(other + ["--out", str(tmp_path)])
+    assert again.calls == [] and (tmp_path / "qwen3_e2e.partial.csv").read_text() == before
+
+
+def test_a_qwen3_run_resumed_after_a_kernel_edit_is_refused(tmp_path, monkeypatch):
+    """A partial file begun before an edit of the kernels is refused, naming the file edited."""
+    qwen3 = step("measure/qwen3_e2e")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    root = tree_copy(tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    FakePoints(qwen3, monkeypatch, interrupt={16})
+    with pytest.raises(faults.Interrupt):
+        qwen3.main(QWEN3_ARGS + ["--out", str(out)])
+    with open(root / "kernels" / "flash_fwd.py", "a") as f:
+        f.write("\n# an edit\n")
+    FakePoints(qwen3, monkeypatch)
+    with pytest.raises(ValueError, match=r"kernels/flash_fwd\.py: changed since the partial file was begun"):
+        qwen3.main(QWEN3_ARGS + ["--out", str(out)])

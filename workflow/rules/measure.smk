@@ -118,7 +118,8 @@ rule bench:
 rule qwen3_e2e:
     """Qwen3 end to end in Hugging Face transformers' own model code (published layouts, random bf16 weights): the
     prefill with our stage against SDPA at each batch size and N of plan.qwen3_e2e, the logits checked first, timed
-    eagerly and from CUDA graphs, and attention alone on layer 0's q, k, v; progress in its log."""
+    eagerly and from CUDA graphs, and attention alone on layer 0's q, k, v; progress in its log. Killed, it resumes
+    after its finished points when run again (qwen3_e2e.py's partial files, refused under another origin)."""
     input:
         KERNEL_SOURCES,
         LIBRARY,

@@ -24,9 +24,17 @@ batch size and N (prefill of B x N random tokens, no padding):
 
 Writes into --out: qwen3_e2e.csv (tidy: one row per model, batch, N, impl, mode, metric), samples.csv (every prefill
 sample with its clocks and power), env.json (pipeline.gpu_env's facts with the transformers version and the
-arguments, nvidia-smi's state at the start and the end). Progress goes to stderr. Nothing is resumed: each run
-begins its partial file and env.json afresh, and holds qwen3_e2e.lock (pipeline.folder_lock) throughout, so that a
-second run on the same folder stops at once instead of truncating the first one's files.
+arguments, nvidia-smi's state at the start and the end). Progress goes to stderr. The run holds qwen3_e2e.lock
+(pipeline.folder_lock) throughout, so that a second run on the same folder stops at once.
+
+Resuming (pipeline.partial_csv): the rows go to qwen3_e2e.partial.csv and samples.partial.csv as they are made, each
+with its origin file (pipeline.origin: the commit, the SHA-256 of the kernels, the library and this script, and of
+the plan: models, layers, batch sizes, N, stage, samples, warmup, graphs, seed, CPU or GPU). A point (model, layers,
+B, N) is finished when its marker row (metric point_done, never in qwen3_e2e.csv) is written. Run the same command
+again after an interruption and it resumes: the finished points are kept and skipped, the rows and samples of an
+unfinished one (cut short, or out of memory: a transient failure) are dropped and the point measured again, and
+env.json is kept; a partial file of another origin is refused, naming each difference and the fix. Once every point
+is done, qwen3_e2e.csv (without the markers) and samples.csv replace the partial files.
 
 --dry-run checks the layouts (each model built on the meta device: its parameter count against the published
 one) and prints the plan, with no GPU. --self-check runs the whole measurement on the CPU in Triton's interpreter
@@ -81,6 +89,9 @@ COLUMNS = ["model", "layers", "layers_full", "batch", "N", "impl", "stage", "mod
            "status", "note"]
 SAMPLE_COLUMNS = ["model", "layers", "batch", "N", "impl", "mode", "sample", "ms", "sm_mhz", "mem_mhz", "power_w",
                   "temp_c"]
+POINT = ("model", "layers", "batch", "N")   # what a point is: both files' rows name it
+POINT_DONE = "point_done"                    # the metric of a point's marker row in the partial file (not in the final)
+PLAN_IS = "the plan (models, layers, batch sizes, N, stage, samples, warmup, graphs, seed, CPU or GPU)"
 
 
 def log(msg: str) -> None:
@@ -339,16 +350,39 @@ def record_qkv(model, ids):
 
 # ---- the run -----------------------------------------------------------------------------------------------------
 
+def point_key(row: dict) -> tuple:
+    """The point (model, layers, B, N) a row of either file belongs to, as text (a resumed row is read as text)."""
+    return tuple(str(row[k]) for k in POINT)
+
+
 class Writer:
-    def __init__(self, out: Path):
+    """The two partial files, resumed as the module says: `done` holds the points already finished (skip them);
+    `resumed` says whether any row was kept (env.json is then kept too)."""
+
+    def __init__(self, out: Path, origin: dict):
+        from pipeline import partial_csv
+
         out.mkdir(parents=True, exist_ok=True)
         self.final, self.path = out / "qwen3_e2e.csv", out / "qwen3_e2e.partial.csv"
-        self.f = open(self.path, "w", newline="")
+        self.samples_final, self.samples_path = out / "samples.csv", out / "samples.partial.csv"
+        rows = partial_csv.resume(self.path, COLUMNS, "qwen3_e2e.py", origin)
+        samples = partial_csv.resume(self.samples_path, SAMPLE_COLUMNS, "qwen3_e2e.py", origin)
+        self.done = {point_key(r) for r in rows if r["metric"] == POINT_DONE}
+        for path, columns, kept, what in ((self.path, COLUMNS, rows, "rows"),
+                                          (self.samples_path, SAMPLE_COLUMNS, samples, "samples")):
+            keep = [r for r in kept if point_key(r) in self.done]
+            if len(keep) != len(kept):
+                log(f"qwen3_e2e: {path}: dropped {len(kept) - len(keep)} {what} of unfinished points "
+                    f"({', '.join(sorted({'/'.join(point_key(r)) for r in kept if point_key(r) not in self.done}))}): "
+                    f"measured again")
+                partial_csv.rewrite(path, columns, keep)
+        self.resumed = bool(self.done)
+        if self.done:
+            log(f"qwen3_e2e: resuming {self.path}: {len(self.done)} point(s) finished, skipped")
+        self.f = open(self.path, "a", newline="")
         self.w = csv.DictWriter(self.f, fieldnames=COLUMNS)
-        self.w.writeheader()
-        self.sf = open(out / "samples.csv", "w", newline="")
+        self.sf = open(self.samples_path, "a", newline="")
         self.sw = csv.DictWriter(self.sf, fieldnames=SAMPLE_COLUMNS)
-        self.sw.writeheader()
 
     def row(self, base: dict, impl: str, mode: str, metric: str, value, unit: str = "", n: int = 1,
             status: str = "ok", note: str = "") -> None:
@@ -360,10 +394,22 @@ class Writer:
         self.sw.writerow(row)
         self.sf.flush()
 
+    def point_done(self, base: dict) -> None:
+        """The marker of a finished point, written once all its rows and samples are (so a resume keeps it)."""
+        self.sf.flush()
+        self.row(base, "", "", POINT_DONE, "")
+        self.done.add(point_key(base))
+
     def close(self) -> None:
+        """Every point done: qwen3_e2e.csv is the partial file's rows less the markers, samples.csv its samples."""
+        from pipeline import partial_csv
+
         self.f.close()
         self.sf.close()
-        self.path.rename(self.final)
+        rows = partial_csv.read_rows(self.path, COLUMNS, "qwen3_e2e.py")
+        partial_csv.rewrite(self.path, COLUMNS, [r for r in rows if r["metric"] != POINT_DONE])
+        partial_csv.promote(self.path, self.final)
+        partial_csv.promote(self.samples_path, self.samples_final)
 
 
 def measure_one(model, name, layers, layers_full, B, N, a, w: Writer, clocks: Clocks, ours_name: str) -> None:
@@ -486,12 +532,20 @@ LOCK = "qwen3_e2e.lock"
 
 def run(a) -> int:
     """The measurement under a.out/qwen3_e2e.lock (pipeline.folder_lock): a second run on the same folder stops at
-    once, before it truncates the first one's qwen3_e2e.partial.csv and samples.csv."""
+    once, before it touches the first one's partial files."""
     from pipeline import folder_lock
 
     a.out.mkdir(parents=True, exist_ok=True)
     with folder_lock.held(a.out / LOCK, "qwen3_e2e.py"):
         return _run(a)
+
+
+def plan_origin(a) -> dict:
+    """This run's origin (pipeline.origin): its plan is every option that changes what is measured."""
+    from pipeline import origin
+
+    plan = {k: getattr(a, k) for k in PLAN_KEYS} | {"seed": a.seed, "self_check": a.self_check}
+    return origin.current(origin.script_name(__file__), plan, PLAN_IS)
 
 
 def _run(a) -> int:
@@ -508,15 +562,16 @@ def _run(a) -> int:
     device, dtype = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float16)
     ours_name = hf.register(a.stage)
     layer_opts = parse_layers(a.layers)
-    w = Writer(a.out)
+    w = Writer(a.out, plan_origin(a))
     clocks = Clocks(cuda and not a.no_clocks)
     env_path = a.out / "env.json"
-    env_path.unlink(missing_ok=True)        # a fresh run: nothing of an earlier one's env.json is kept
+    if not w.resumed:
+        env_path.unlink(missing_ok=True)    # a fresh run: nothing of an earlier one's env.json is kept
     env = {}
     if cuda:
         from pipeline import gpu_env
         import transformers
-        env = gpu_env.start(env_path, resume=False, argv=sys.argv, transformers=transformers.__version__, stage=a.stage,
+        env = gpu_env.start(env_path, resume=w.resumed, argv=sys.argv, transformers=transformers.__version__, stage=a.stage,
                             attn_implementation=ours_name, models={m: {**COMMON, **MODELS[m]} for m in a.models},
                             clocks="pynvml" if clocks.nvml else ("nvidia-smi" if clocks.enabled else None))
     t0 = time.time()
@@ -527,12 +582,16 @@ def _run(a) -> int:
         model = build(name, layers, device, dtype, a.seed)
         for B in a.batch:
             for N in a.N:
+                base = dict(model=name, layers=layers, layers_full=full, batch=B, N=N, stage=a.stage)
+                if point_key(base) in w.done:
+                    log(f"[{time.time() - t0:6.0f}s] {name} x{layers} B={B} N={N}: finished before the resume, skipped")
+                    continue
                 log(f"[{time.time() - t0:6.0f}s] {name} x{layers} B={B} N={N}")
                 try:
                     measure_one(model, name, layers, full, B, N, a, w, clocks, ours_name)
+                    w.point_done(base)
                 except torch.OutOfMemoryError as exc:
-                    w.row(dict(model=name, layers=layers, layers_full=full, batch=B, N=N, stage=a.stage), "",
-                          "", "status", "", status="oom", note=str(exc)[:300])
+                    w.row(base, "", "", "status", "", status="oom", note=str(exc)[:300])   # no marker: retried
                     log(f"  out of memory: {str(exc)[:200]}")
                 if cuda:
                     torch.cuda.empty_cache()
