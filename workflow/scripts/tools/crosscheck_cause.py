@@ -8,7 +8,14 @@ GPU, outside the pipeline, of a few of the large-N profile's entries (plan.profi
 - `ncu_all`: Nsight Compute's gpu__time_duration as the profile step reads it (--cache-control all: every GPU cache
   flushed and invalidated before each replay, the instruction and constant caches included; --clock-control none),
   with its SM clock (sm__cycles_elapsed.avg.per_second);
-- `ncu_none`: the same with --cache-control none (nothing flushed: the replays find the caches as the last left them).
+- `ncu_none`: the same with --cache-control none (nothing flushed: the replays find the caches as the last left them);
+- `timer_settled` (with --settle): the bench step's own condition at long N: the entry run back to back until the
+  SM clock stops falling (pipeline.settle through pipeline.call.settle_call, the plan's bench.settle_* settings, as
+  bench.py settles the first entry of each long-N block), then timed as `timer_flush`.
+
+With --cool-s the GPU idles that many seconds before each entry's first timer way, so that `timer_flush` and
+`timer_warm` start from a GPU that the entry before has not heated, as Nsight's serialized replays do; `timer_settled`
+then measures the same entry heated to the power cap's steady state, as the bench does.
 
 The two flushes differ in what they clear: the timer's only the L2 (by overwriting it), Nsight's every cache. So
 (ncu_all - ncu_none) - (timer_flush - timer_warm) is the time of what Nsight's flush clears beyond the L2; ncu_none
@@ -58,9 +65,13 @@ def warm_flush():
     return lambda: _l2_flush[(1,)](buf, buf.numel(), BLOCK=4096)
 
 
-def time_entries(cfg: dict, chosen: list, samples: int, long_samples: int, out: Path) -> None:
-    """timer_flush and timer_warm of every entry, interleaved per entry, into timer.csv."""
-    from pipeline.call import check, state_gpu, timed_with_state
+def time_entries(cfg: dict, chosen: list, samples: int, long_samples: int, out: Path, settled: bool = False,
+                 cool_s: float = 0.0) -> None:
+    """timer_flush and timer_warm (and, settled, timer_settled) of every entry, interleaved per entry, into
+    timer.csv; cool_s seconds of idle GPU before each entry's first way."""
+    import time
+
+    from pipeline.call import check, settle_call, state_gpu, timed_with_state
 
     gpu = state_gpu()
     interval = cfg["bench"]["state_interval_ms"]
@@ -71,13 +82,21 @@ def time_entries(cfg: dict, chosen: list, samples: int, long_samples: int, out: 
             rows.append(dict(key=e.key, variant=e.variant, N=e.shape.N, way="timer_flush", note=f"{status} {note}"))
             continue
         n = long_samples if e.shape.N >= 8192 else samples
-        for way, flush in (("timer_flush", None), ("timer_warm", warm_flush())):
+        if cool_s:
+            time.sleep(cool_s)
+        ways = [("timer_flush", None), ("timer_warm", warm_flush())] + ([("timer_settled", None)] if settled else [])
+        for way, flush in ways:
+            note = ""
+            if way == "timer_settled":
+                st = settle_call(calls, cfg["bench"])
+                note = (f"settled {st['settle_s']:.1f} s in {st['settle_windows']} windows to {st['settle_mhz']:.0f} "
+                        f"MHz, stable {st['settle_stable']}")
             s = timed_with_state(calls[0], n, gpu, interval, flush=flush) if flush else \
                 timed_with_state(calls[0], n, gpu, interval)
             rows.append(dict(key=e.key, variant=e.variant, N=e.shape.N, way=way, us=s["kernels_us"],
                              q25_us=s["q25_us"], q75_us=s["q75_us"], n=n, sm_mhz=s["sm_mhz"], power_w=s["power_w"],
-                             power_capped=s["power_capped"], note=""))
-            print(f"{way:12s} {e.key}: {s['kernels_us']:.2f} us at {s['sm_mhz']} MHz", flush=True)
+                             power_capped=s["power_capped"], note=note))
+            print(f"{way:13s} {e.key}: {s['kernels_us']:.2f} us at {s['sm_mhz']} MHz {note}", flush=True)
     _write(out / "timer.csv", rows)
 
 
@@ -170,9 +189,11 @@ def summary(out: Path) -> None:
             print(f"{key}: incomplete {sorted(w)}")
             continue
         tf, tw, na, nn = (w[x][0] for x in ("timer_flush", "timer_warm", "ncu_all", "ncu_none"))
+        settled = (f" | settled {w['timer_settled'][0]:.2f} at {w['timer_settled'][1]} MHz, timer_settled/ncu_all "
+                   f"{100 * (w['timer_settled'][0] / na - 1):+.1f}%" if "timer_settled" in w else "")
         print(f"{key}: timer flush {tf:.2f} warm {tw:.2f} | ncu all {na:.2f} none {nn:.2f} | ncu_all/timer_flush "
               f"{100 * (na / tf - 1):+.1f}%, ncu_none/timer_warm {100 * (nn / tw - 1):+.1f}%, beyond-L2 flush "
-              f"{(na - nn) - (tf - tw):+.2f} us | MHz timer {w['timer_flush'][1]} ncu {w['ncu_all'][1]}")
+              f"{(na - nn) - (tf - tw):+.2f} us | MHz timer {w['timer_flush'][1]} ncu {w['ncu_all'][1]}{settled}")
 
 
 def main() -> int:
@@ -184,6 +205,9 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=50, help="timer samples per way below N = 8192")
     ap.add_argument("--long-samples", type=int, default=15, help="timer samples per way from N = 8192 on")
     ap.add_argument("--launches", type=int, default=5, help="Nsight's launches per entry")
+    ap.add_argument("--settle", action="store_true",
+                    help="also the way timer_settled: the entry settled as the bench settles long N, then timed")
+    ap.add_argument("--cool-s", type=float, default=0.0, help="seconds of idle GPU before each entry's timer ways")
     ap.add_argument("--target", type=Path, help=argparse.SUPPRESS)     # run by ncu: the profiled program
     a = ap.parse_args()
     cfg = plan.load_config(a.config)
@@ -195,7 +219,7 @@ def main() -> int:
         ap.error("--out is required")
     a.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONPATH", str(ROOT))
-    time_entries(cfg, chosen, a.samples, a.long_samples, a.out)
+    time_entries(cfg, chosen, a.samples, a.long_samples, a.out, a.settle, a.cool_s)
     profile(a, chosen, a.out)
     summary(a.out)
     return 0
