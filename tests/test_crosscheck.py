@@ -164,3 +164,30 @@ def test_timer_per_gpu_takes_each_rows_uuid_else_its_steps():
     g = aggregate.timer_per_gpu(t).set_index("gpu")
     assert g.loc["GPU-A"].kernels_us == 101.0 and g.loc["GPU-A"].sm_mhz == 1850 and g.loc["GPU-A"].repeats == 2
     assert g.loc["GPU-S"].kernels_us == 200.0
+
+
+def test_the_settle_probe_names_the_long_n_gaps_cause_and_is_refused_once_the_cooled_timer_leaves_the_bound(tmp_path):
+    """probes/settle-cause: the timer on a cooled GPU agrees with Nsight within the bound at every entry and the
+    bench's settled timer reads above it; a copy whose cooled timer is moved 6% off is refused by the values step,
+    so that the paper cannot state the cause on data that no longer shows it."""
+    import shutil
+
+    import pandas as pd
+
+    from pipeline import seal
+    from steps import step
+
+    settle = step("paper/values/settle")
+    probe = ROOT / "data" / "nvidia-h200" / "probes" / "settle-cause"
+    v = settle.values(probe / "SHA256SUMS", probe / "crosscheck_cause.csv").macros
+    assert float(v["SettleCooledMaxAbs"]) <= settle.BOUND_PCT < float(v["SettledMax"])
+    copy = tmp_path / "settle-cause"
+    shutil.copytree(probe, copy)
+    d = pd.read_csv(copy / "crosscheck_cause.csv")
+    moved = (d.way == "timer_flush") & (d.variant == "v28") & (d.N == 8192)
+    d.loc[moved, "us"] = d.loc[moved, "us"] * 1.06
+    d.to_csv(copy / "crosscheck_cause.csv", index=False)
+    seal.write(copy)
+    seal.record(copy, tmp_path / seal.MANIFEST)
+    with pytest.raises(ValueError, match=r"cooled timer is beyond 5% of Nsight for \[\('v28', 8192\)\]"):
+        settle.values(copy / "SHA256SUMS", copy / "crosscheck_cause.csv")
