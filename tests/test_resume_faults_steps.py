@@ -1,8 +1,8 @@
 """The faults of test_resume_faults for the other GPU steps that resume or keep state: profile.py (Nsight Compute and
 the report reader replaced by fakes) resumed after a kernel edit is refused, naming the file and the fix, before ncu
 runs again; a second profile, ceilings, timer check or Qwen3 run on one folder stops at once; qwen3_e2e.py resumes
-after its finished points (an unfinished or out-of-memory one measured again) and refuses another origin; ceilings.py and
-timer_check.py, which resume nothing, write env.json afresh rather than keep an earlier start's."""
+after its finished points (an unfinished or out-of-memory one measured again) and refuses another origin; ceilings.py
+and timer_check.py, which resume nothing, write env.json afresh rather than keep an earlier start's."""
 import json
 import os
 from pathlib import Path
@@ -174,7 +174,8 @@ def test_a_second_qwen3_run_on_one_folder_stops_before_truncating_the_first_ones
     appends to the first one's partial files."""
     qwen3 = step("measure/qwen3_e2e")
     opened = []
-    monkeypatch.setattr(qwen3, "Writer", lambda out, origin: opened.append(out) or pytest.fail("the files were truncated"))
+    monkeypatch.setattr(qwen3, "Writer",
+                        lambda out, origin: opened.append(out) or pytest.fail("the files were truncated"))
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     (tmp_path / "qwen3_e2e.partial.csv").write_text("the first run's rows\n")
     fd = hold(tmp_path / "qwen3_e2e.lock")
@@ -267,7 +268,8 @@ def test_a_qwen3_run_resumed_under_another_plan_is_refused(tmp_path, monkeypatch
     again = FakePoints(qwen3, monkeypatch)
     other = list(QWEN3_ARGS)
     other[other.index("--repeats") + 1] = "3"
-    with pytest.raises(ValueError, match=r"(?s)begun under another origin.*the plan \(models.*move .*qwen3_e2e\.partial"):
+    refused = r"(?s)begun under another origin.*the plan \(models.*move .*qwen3_e2e\.partial"
+    with pytest.raises(ValueError, match=refused):
         qwen3.main(other + ["--out", str(tmp_path)])
     assert again.calls == [] and (tmp_path / "qwen3_e2e.partial.csv").read_text() == before
 

@@ -571,7 +571,8 @@ def _run(a) -> int:
     if cuda:
         from pipeline import gpu_env
         import transformers
-        env = gpu_env.start(env_path, resume=w.resumed, argv=sys.argv, transformers=transformers.__version__, stage=a.stage,
+        env = gpu_env.start(env_path, resume=w.resumed, argv=sys.argv, transformers=transformers.__version__,
+                            stage=a.stage,
                             attn_implementation=ours_name, models={m: {**COMMON, **MODELS[m]} for m in a.models},
                             clocks="pynvml" if clocks.nvml else ("nvidia-smi" if clocks.enabled else None))
     t0 = time.time()

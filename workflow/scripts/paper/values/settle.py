@@ -1,9 +1,9 @@
 """The paper's numbers from the probe of why the kernel timer reads long N slower than Nsight Compute (data/<gpu>/
 probes/settle-cause, sealed; workflow/scripts/tools/crosscheck_cause.py --settle --cool-s): per entry and N
 (\\val{settle}{<variant>@<N>}{<column>}) the timer on a cooled GPU (`cooled`: timer_flush after the idle seconds) and
-settled as the bench settles long N (`settled`: timer_settled) against Nsight's duration (ncu_all), in percent, and
-the settled samples' NVML clock (`settled_mhz`); v28's time over cuDNN's both ways (\\val{settle}{ratio@<N>}{cooled
-or settled}); and, over every entry, the macros of the ranges the text quotes."""
+settled as the bench settles long N (`settled`: timer_settled) against Nsight's duration (ncu_all), in percent;
+v28's time over cuDNN's both ways (\\val{settle}{ratio@<N>}{cooled or settled}); and, over every entry, the macros
+of the ranges the text quotes."""
 import sys
 from pathlib import Path
 
@@ -33,7 +33,6 @@ def values(seal_file: Path, cause: Path) -> Values:
         key = f"{var.removeprefix('torch-')}@{n}"
         v.put("settle", key, "cooled", f"{cooled[var, n]:+.1f}")
         v.put("settle", key, "settled", f"{settled[var, n]:+.1f}")
-        v.put("settle", key, "settled_mhz", f"{mhz.loc[(var, n), 'timer_settled']:.0f}")
     for n in sorted({n for _, n in w.index}):
         for way, col in (("cooled", "timer_flush"), ("settled", "timer_settled")):
             v.put("settle", f"ratio@{n}", way, fixed(w.loc[("v28", n), col] / w.loc[("torch-cudnn", n), col], 3))
@@ -43,6 +42,8 @@ def values(seal_file: Path, cause: Path) -> Values:
     v.macro("SettledMhzMin", f"{mhz.timer_settled.min():.0f}")
     v.macro("SettledMhzMax", f"{mhz.timer_settled.max():.0f}")
     v.macro("SettleCooledMhz", f"{mhz.timer_flush.median():.0f}")
+    v.macro("SettleNcuMhzMin", f"{mhz.ncu_all.min():.0f}")
+    v.macro("SettleNcuMhzMax", f"{mhz.ncu_all.max():.0f}")
     return v
 
 
