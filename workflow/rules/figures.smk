@@ -5,7 +5,7 @@ FIGURES = {
     "stage_waterfall": dict(per_run=f"{AGG}/per_run.csv", article_timings="data/article/timings.csv"),
     "ncu_panels": dict(ncu=f"{AGG}/ncu.csv", article_ncu="data/article/ncu.csv"),
     "n_sweep": dict(per_run=f"{AGG}/per_run.csv", leader=f"{AGG}/leader.csv"),
-    "qwen3": dict(per_run=f"{AGG}/per_run.csv", leader=f"{AGG}/leader.csv"),
+    "qwen3": dict(per_run=f"{AGG}/per_run.csv", leader=f"{AGG}/leader.csv", gluon_leader=f"{AGG}/gluon_leader.csv"),
     "tile_heatmap": dict(per_run=f"{AGG}/per_run.csv"),
     "ablation": dict(per_run=f"{AGG}/per_run.csv"),
     "timer_check": dict(crosscheck=f"{AGG}/crosscheck.csv", timer_check=f"{AGG}/timer_check.csv"),

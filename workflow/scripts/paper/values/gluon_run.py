@@ -7,7 +7,9 @@ sweep (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over
 time of each Gluon stage's leave-one-out ablations that are no stage against the stage's own
 (\\val{gloo}{<variant>}{pct|run}), the runs that timed
 each stage (\\val{gsruns}{<stage>}{list|first|phrase}), the SM clocks of the newest run's samples
-(\\val{gclock}{<stage>@<N>}{range}), and the runs."""
+(\\val{gclock}{<stage>@<N>}{range}), and the runs; at the Qwen3 layouts of the newest run (per_run.csv's qwen3 set,
+float16), the fastest Gluon stage's time over cuDNN's at each layout and N (\\val{gqw}{<H>@<N>}{x|stage}) and where
+the issue's second goal (at most QW_GOAL_X times cuDNN's time) is met (\\val{gqwgoal}{all}{met|missed})."""
 
 import sys
 from pathlib import Path
@@ -17,9 +19,10 @@ import pandas as pd
 from kernels.stages import GLUON_BASE, STAGES, leave_one_out, previous_stage, stage_of
 
 from pipeline.latex import Values, escape, fixed, listing
-from pipeline.selection import GLUON_STAGES, OUR_STAGES, run_number
+from pipeline.selection import GLUON_STAGES, OUR_STAGES, RATIO_TIME, run_number
 
 GOAL_X = 0.90       # issue 18's goal: the best stage at most 0.90x cuDNN's time at every N, in both dtypes
+QW_GOAL_X = 0.95    # and at most 0.95x at every Qwen3 layout at N = 1024 and 8192
 TIE_PCT = 1.0       # the fastest Gluon stage at an N: another within this many percent of it in the same run is named too
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 BASE = stage_of(GLUON_BASE)      # the Triton stage whose schedule the Gluon kernel takes (v13)
@@ -30,7 +33,27 @@ def last_measured(per_n: pd.DataFrame) -> str:
     return [s for s in OUR_STAGES if s in set(per_n.variant)][-1]
 
 
-def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path) -> Values:
+def qwen3_goal(v: Values, per_run: Path, run: str) -> None:
+    """The fastest Gluon stage at each Qwen3 layout and N of `run` (the qwen3 set, float16, each stage at its own
+    tile), its time over cuDNN's (kernels alone, as x_cudnn), and where QW_GOAL_X is met."""
+    pr = pd.read_csv(per_run, low_memory=False)
+    q = pr[(pr.run == run) & pr.set.str.contains("qwen3", na=False) & (pr.dtype == "float16")]
+    cudnn = q[q.variant == "torch-cudnn"].set_index(["H", "H_kv", "N"])[RATIO_TIME]
+    ours = q[q.variant.isin(GLUON_STAGES) & q.own_tile.astype(bool)]
+    if ours.empty or cudnn.empty:
+        raise ValueError(f"{per_run}: {run} timed no Gluon stage or no cuDNN at the Qwen3 layouts")
+    met, missed = [], []
+    for (h, hkv, n), r in ours.groupby(["H", "H_kv", "N"]):
+        x = (r.set_index("variant")[RATIO_TIME] / cudnn[h, hkv, n]).sort_values()
+        v.put("gqw", f"{h}@{n}", "x", fixed(x.iloc[0], 3))
+        v.put("gqw", f"{h}@{n}", "stage", x.index[0])
+        (met if x.iloc[0] <= QW_GOAL_X else missed).append(f"{h}/{hkv} heads at {n}")
+    v.put("gqwgoal", "all", "met", listing(met) if met else "none")
+    v.put("gqwgoal", "all", "missed", listing(missed) if missed else "none")
+    v.macro("GluonQwGoalX", fixed(QW_GOAL_X, 2))
+
+
+def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per_run: Path) -> Values:
     v = Values("gluon_run")
     p = pd.read_csv(per_n)
     g = p[p.variant.isin(GLUON_STAGES)]
@@ -90,6 +113,7 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path) -> 
         v.put("ggoal", dt, "met", listing(met.get(dt, [])) if met.get(dt) else "none")
         v.put("ggoal", dt, "missed", listing(missed.get(dt, [])) if missed.get(dt) else "none")
     v.macro("GluonGoalX", fixed(GOAL_X, 2))
+    qwen3_goal(v, per_run, newest)
     v.macro("GluonTiePct", fixed(TIE_PCT, 0))
     best = pd.read_csv(best_per_n)             # the fastest of all our stages at each N and dtype
     glu = best[best.best.isin(GLUON_STAGES)]
