@@ -35,6 +35,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -69,8 +70,6 @@ def time_entries(cfg: dict, chosen: list, samples: int, long_samples: int, out: 
                  cool_s: float = 0.0) -> None:
     """timer_flush and timer_warm (and, settled, timer_settled) of every entry, interleaved per entry, into
     timer.csv; cool_s seconds of idle GPU before each entry's first way."""
-    import time
-
     from pipeline.call import check, settle_call, state_gpu, timed_with_state
 
     gpu = state_gpu()
