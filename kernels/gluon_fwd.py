@@ -333,7 +333,10 @@ code; ``forward`` launches it (for a first check on the GPU; the project's launc
 """
 from __future__ import annotations
 
+import hashlib
+import inspect
 import math
+import re
 
 import triton
 from triton.experimental import gluon
@@ -341,6 +344,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_init, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+from triton import knobs
 
 LOG2E = math.log2(math.e)
 NUM_WARPS = 4               # one warpgroup: the kernel's layouts assume it
@@ -393,6 +397,87 @@ _SPLIT_REGS = gl.constexpr(SPLIT_CONSUMERS_REGISTERS)
 REGISTER_REALLOC_TILES = ((128, 128, 2), (128, 128, 3), (128, 64, 3))
 REGISTER_REALLOC_MAXNREG = 168
 REGISTER_REALLOC_WARPS = 8
+
+
+def drop_membar_barriers(ptx: str) -> tuple[str, int]:
+    """LEAN_BARRIERS (stage v29): the PTX of a kernel without the 128-thread CTA barriers (``bar.sync id, 128``,
+    one consumer warpgroup's) that Gluon's shared-memory barrier pass (membar) puts before an mbarrier's wait or
+    arrive, and before the scratch store of the row sums that precedes the wait for the P V product (see
+    ``_overlap_step``); the number dropped. Gluon 3.6 has no way to leave them out (named barriers and
+    membar-free mbarrier operations are not in its API). None is needed here:
+    - a wait (``mbarrier.try_wait``) is each thread's own: a barrier before it orders nothing the wait needs;
+    - an arrive is issued by one thread of the warpgroup (count 1 per consumer, as CUTLASS's consumer release and
+      FlashAttention-3's issue it): a release follows that thread's wait for the warpgroup MMA that read the buffer,
+      and a warpgroup MMA completes for all four warps at once; a turn's pass orders only which consumer issues its
+      products first; and no arrive of this kernel publishes data that threads wrote to shared memory (the one
+      such buffer, O's, is read by a TMA store behind its own barrier, which stays);
+    - the row sums' scratch store is never read: it is there for ptxas's order of the P V wait (``_overlap_step``).
+    Only a barrier directly before such an operation goes (register arithmetic between them, which touches no
+    memory, aside); every other (before O's store and its TMA copy, around the partitions' fork and the barriers'
+    init) stays. Applied, by ``_stages_hook``, to a kernel whose PTX has LEAN_MARK only, i.e. built with
+    LEAN_BARRIERS: the ``// ... dropped`` line it adds says how many went."""
+    barrier = re.compile(r"\s*bar\.sync\s+\d+,\s*128;\s*$")
+    no_instruction = re.compile(r"\s*($|//|\.loc\s|\{|\.reg\s|waitLoop:|\$L__tmp\d+:)")
+    arithmetic = re.compile(r"\s*(add|sub|mad|mul|shl|shr|bfe|and|or|xor|not|mov)\.[a-z0-9.]+\s+%r\d+, ")
+    mbarrier_op = re.compile(r"\s*(@%p\d+\s+)?mbarrier\.(try_wait|arrive)\.")
+    scratch_store = re.compile(r"\s*st\.shared\.b32\s")
+    mma_wait = re.compile(r"\s*wgmma\.wait_group\.")
+
+    def droppable(lines, i):
+        stores = 0
+        for line in lines[i + 1:]:
+            if no_instruction.match(line) or (not stores and arithmetic.match(line)):
+                continue
+            if not stores and mbarrier_op.match(line):
+                return True
+            if scratch_store.match(line):
+                stores += 1
+                continue
+            return stores > 0 and bool(mma_wait.match(line))
+        return False
+
+    lines = ptx.split("\n")
+    drop = {i for i, line in enumerate(lines) if barrier.match(line) and droppable(lines, i)}
+    kept = [line for i, line in enumerate(lines) if i not in drop]
+    kept.append(f"// gluon_fwd.drop_membar_barriers: {len(drop)} bar.sync dropped")
+    return "\n".join(kept), len(drop)
+
+
+# The mark of a LEAN_BARRIERS kernel in its PTX (an empty inline asm of the kernel's), and the kernel's constexpr
+# LEAN_BARRIERS itself: the pass's own source hashed in, so that a changed pass is a new kernel to Triton's cache
+# (whose key does not cover a stages hook).
+LEAN_MARK = ("// gluon_fwd LEAN_BARRIERS "
+             + hashlib.sha256(inspect.getsource(drop_membar_barriers).encode()).hexdigest()[:16])
+
+
+def _stages_hook(backend, stages, options, language, capability):
+    """Triton's compile-stages hook (knobs.runtime.add_stages_inspection_hook): the "ptx" stage of every kernel
+    then runs ``drop_membar_barriers`` on a PTX that has LEAN_MARK (a LEAN_BARRIERS build of `_gluon_attn_fwd`)
+    and leaves any other as it was; a hook installed before this module's runs first."""
+    if _stages_hook.previous is not None:
+        _stages_hook.previous(backend, stages, options, language, capability)
+    make_ptx = stages.get("ptx")
+    if make_ptx is None:
+        return
+
+    def ptx_stage(src, metadata):
+        ptx = make_ptx(src, metadata)
+        return drop_membar_barriers(ptx)[0] if LEAN_MARK in ptx else ptx
+
+    stages["ptx"] = ptx_stage
+
+
+def _install_stages_hook() -> None:
+    """Install ``_stages_hook`` once (a reload of this module replaces its own, not another's)."""
+    current = knobs.runtime.add_stages_inspection_hook
+    if getattr(current, "gluon_fwd_lean_barriers", False):
+        current = current.previous
+    _stages_hook.previous = current
+    _stages_hook.gluon_fwd_lean_barriers = True
+    knobs.runtime.add_stages_inspection_hook = _stages_hook
+
+
+_install_stages_hook()
 
 
 @gluon.jit
@@ -1058,7 +1143,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     TWO_CONSUMERS: gl.constexpr = False, SOFTMAX_OVERLAP: gl.constexpr = False,
                     REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False,
                     PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False,
-                    SECTIONS: gl.constexpr = False, FOLD: gl.constexpr = False):
+                    SECTIONS: gl.constexpr = False, FOLD: gl.constexpr = False,
+                    LEAN_BARRIERS: gl.constexpr = ""):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1082,8 +1168,14 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     SECTIONS (with PERSISTENT): the tiles in sections of a few K/V heads (``_tile_of``).
     FOLD (with PERSISTENT): on a causal grid of one round, each tile's consumers take a light and a heavy 64-row
     query block of its head (``_folded_blocks``).
+    LEAN_BARRIERS (with PERSISTENT): LEAN_MARK, or "" (off): the kernel's PTX carries the mark, and the compile's
+    PTX stage drops the consumers' CTA barriers before their mbarrier operations (``drop_membar_barriers``).
     """
     dtype: gl.constexpr = q_desc.dtype
+    gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
+    if LEAN_BARRIERS != "":
+        # the mark: an empty inline asm (a comment) that the compile's PTX stage finds (``_stages_hook``)
+        gl.inline_asm_elementwise(LEAN_BARRIERS, "=r,r", [N], dtype=gl.int32, is_pure=False, pack=1)
 
     # The schedule: batch*head on axis 0, the query block on axis 1, reversed (the heaviest first).
     off_bh = gl.program_id(0)
@@ -1351,7 +1443,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
                 softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-                sections: bool = False, fold: bool = False) -> dict:
+                sections: bool = False, fold: bool = False, lean_barriers: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1378,6 +1470,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if fold and not persistent:
         raise ValueError("fold (the Gluon kernel's FOLD) needs persistent: it pairs the query blocks of that "
                          "kernel's tiles")
+    if lean_barriers and not persistent:
+        raise ValueError("lean_barriers (the Gluon kernel's LEAN_BARRIERS) needs persistent: its PTX pass is checked "
+                         "on that kernel's consumers only")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -1389,7 +1484,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
                 SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
-                SECTIONS=bool(sections), FOLD=bool(fold))
+                SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "")
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1493,7 +1588,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 num_stages: int = 3, num_warps: int | None = None, producer_warp: bool = False,
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-                sections: bool = False, fold: bool = False):
+                sections: bool = False, fold: bool = False, lean_barriers: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1519,7 +1614,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
-                         persistent=persistent, sections=sections, fold=fold)
+                         persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1583,7 +1678,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-            sections: bool = False, fold: bool = False):
+            sections: bool = False, fold: bool = False, lean_barriers: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1592,7 +1687,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
-    persistent = persistent or sections or fold
+    persistent = persistent or sections or fold or lean_barriers
     split_consumers = split_consumers or pingpong or persistent
     register_realloc = register_realloc or split_consumers
     softmax_overlap = softmax_overlap or register_realloc
@@ -1609,7 +1704,8 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     if out is None:
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
-                       softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold)
+                       softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
+                       lean_barriers)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

@@ -232,7 +232,8 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                                    softmax_overlap="softmax_overlap" in switches, register_realloc=register_realloc,
                                    split_consumers=split_consumers, pingpong="pingpong" in switches,
                                    persistent=persistent, sections="l2_sections" in switches,
-                                   fold="folded_pairs" in switches)
+                                   fold="folded_pairs" in switches,
+                                   lean_barriers="lean_barriers" in switches)
     return Launch(label, switches, t, grid, kwargs)
 
 

@@ -110,9 +110,12 @@ SECTIONS_LOOPED = ["sec-" + name.removeprefix("ps-") for name in PERSISTENT_LOOP
 # The kernel with FOLD (stage v28, on SECTIONS): v27's configurations with the folded query blocks of a one-round grid.
 FOLD_CONFIGS = {"fold-" + name.removeprefix("sec-"): c for name, c in SECTIONS_CONFIGS.items()}
 FOLD_LOOPED = ["fold-" + name.removeprefix("sec-") for name in SECTIONS_LOOPED]
-# the persistent kernels (v26, v27, v28)
-PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS}
-# the three partitions with setmaxnreg (v24 to v28)
+# The kernel with LEAN_BARRIERS (stage v29, on FOLD): v28's configurations without the consumers' membar barriers.
+LEAN_CONFIGS = {"lean-" + name.removeprefix("fold-"): c for name, c in FOLD_CONFIGS.items()}
+LEAN_LOOPED = ["lean-" + name.removeprefix("fold-") for name in FOLD_LOOPED]
+# the persistent kernels (v26 to v29)
+PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS}
+# the three partitions with setmaxnreg (v24 to v29)
 SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
 # kernel must be that one, instruction for instruction.
@@ -135,7 +138,7 @@ _COMPILE = textwrap.dedent("""
                             two_consumers=two, softmax_overlap=overlap, register_realloc=bool(later and later[0]),
                             split_consumers=bool(later[1:] and later[1]), pingpong=bool(later[2:] and later[2]),
                             persistent=bool(later[3:] and later[3]), sections=bool(later[4:] and later[4]),
-                            fold=bool(later[5:] and later[5]))
+                            fold=bool(later[5:] and later[5]), lean_barriers=bool(later[6:] and later[6]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -197,7 +200,9 @@ def built(tmp_path_factory):
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True]
                   for name, c in SECTIONS_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True]
-                  for name, c in FOLD_CONFIGS.items()}}
+                  for name, c in FOLD_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True]
+                  for name, c in LEAN_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
@@ -962,7 +967,8 @@ def _turns(body: list) -> tuple:
     return _barrier(wait), _barrier(arrive)
 
 
-@pytest.mark.parametrize("name", [*PINGPONG_LOOPED, *PERSISTENT_LOOPED, *SECTIONS_LOOPED, *FOLD_LOOPED])
+@pytest.mark.parametrize("name", [*PINGPONG_LOOPED, *PERSISTENT_LOOPED, *SECTIONS_LOOPED, *FOLD_LOOPED,
+                                  *LEAN_LOOPED])
 def test_pingpong_steps_issue_their_products_in_turn(built, name):
     """Each of the four KV loops: K's and V's ready barriers are waited for, then the consumer's turn barrier, then
     the step's D/16 + 8 HGMMA issued back to back, then an arrive on the other consumer's turn barrier, before the
@@ -1021,7 +1027,8 @@ def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, na
     """v25's registers, products and exponentials (the same HGMMA and MUFU.EX2 counts: the tile loop wraps the same
     code), and one more mbarrier than v25, Q's "empty", counting the two consumers' releases."""
     shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
-    m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")]
+    m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")
+                                .removeprefix("lean-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
@@ -1231,3 +1238,107 @@ def test_fold_adds_a_drain_of_turns_and_releases_to_each_consumer(built, name):
     assert m["mix"]["HGMMA"] == v27["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v27["mix"]["MUFU.EX2"]
     arrives = len(re.findall(r"mbarrier\.arrive", m["ptx"]))
     assert arrives == len(re.findall(r"mbarrier\.arrive", v27["ptx"])) + (3 if causal else 0), arrives
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# LEAN_BARRIERS (stage v29): the consumers' membar barriers before mbarrier operations dropped from the PTX
+# ---------------------------------------------------------------------------------------------------------------
+
+def _bar_syncs(ptx: str) -> int:
+    return len(re.findall(r"\bbar\.sync\s+\d+,\s*128;", ptx))
+
+
+@pytest.mark.parametrize("name", LEAN_CONFIGS)
+def test_lean_barriers_keep_v28s_kernel_but_its_step_barriers(built, name):
+    """v28's registers (no spills), products, exponentials and arrive and wait sites; the PTX pass's count of the
+    128-thread barriers it dropped is what v28 has more; the barriers before O's store and its TMA copy stay (two
+    per consumer), as do those around the barriers' init; in the KV loops no CTA barrier is left, and each step
+    still has its exponentials between the wait for the scores and the wait for P V (the overlap; without the
+    barrier before the scratch store ptxas could move that wait)."""
+    shape, dtype, _, _, bn, _ = LEAN_CONFIGS[name]
+    m, v28 = built[name], built["fold-" + name.removeprefix("lean-")]
+    assert m["registers"] == v28["registers"]
+    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["stack"] == 0
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG"):
+        assert m["mix"].get(op, 0) == v28["mix"].get(op, 0), op
+    assert len(re.findall(r"mbarrier\.(arrive|try_wait)", m["ptx"])) == len(re.findall(r"mbarrier\.(arrive|try_wait)",
+                                                                                          v28["ptx"]))
+    dropped = int(re.search(r"drop_membar_barriers: (\d+) bar\.sync dropped", m["ptx"]).group(1))
+    assert dropped > 0 and _bar_syncs(m["ptx"]) == _bar_syncs(v28["ptx"]) - dropped
+    kept = re.findall(r"bar\.sync\s+\d+,\s*128;\s*\n(?:\s*(?://.*|\.loc.*|\$L__tmp\d+:)?\n)*\s*([a-z][a-z0-9.]*)", m["ptx"])
+    assert kept.count("cvt.rn.bf16x2.f32" if dtype == "bfloat16" else "cvt.rn.f16x2.f32") == 2, kept
+    assert kept.count("elect.sync") == 2, kept
+    if shape[3] > 1:
+        loops = kv_loops(m["sass"])
+        assert len(loops) == 4
+        for body in loops:
+            assert not [t for t in body if t.startswith("BAR.SYNC")]
+            assert_overlapped_step(body, name, shape[4], bn)
+        assert all(any(t.startswith("BAR.SYNC") for t in body) for body in kv_loops(v28["sass"]))
+
+
+def test_drop_membar_barriers_drops_those_before_mbarrier_operations_and_the_scratch_store_only():
+    """The pass on a PTX of its cases: a 128-thread barrier before a wait (through the inline asm's braces and
+    address arithmetic), before a one-thread arrive and before a scratch store followed by the wait for a warpgroup
+    MMA goes; one before a store that a TMA copy reads (elect.sync), before a conversion, before an mbarrier's init,
+    a store not followed by an MMA wait and a 256-thread or warp-specialization barrier stay."""
+    from kernels.gluon_fwd import drop_membar_barriers
+    drop = ["\tbar.sync \t0, 128;", "\t// begin inline asm", "\t", "{", "\t.reg .pred complete;", "\twaitLoop:",
+            "\tmbarrier.try_wait.parity.shared.b64 complete, [%r1], %r2;", "\t@!complete bra.uni waitLoop;", "}",
+            "\tbar.sync \t2, 128;", "\tadd.s32 \t%r3, %r4, 197440;", "\t.loc\t1 571 42",
+            "\t@%p27 mbarrier.arrive.shared::cta.b64 _, [%r3];",
+            "\tbar.sync \t0, 128;", "\tst.shared.b32 \t[%r5+196608], %r6;", "\tst.shared.b32 \t[%r5+196640], %r7;",
+            "\t// begin inline asm", "\twgmma.wait_group.sync.aligned 0;"]
+    keep = ["\tbar.sync \t0, 128;", "\telect.sync \t%r8|%p9, -1;",
+            "\tbar.sync \t0, 128;", "\tcvt.rn.f16x2.f32 \t%r10, %r11, %r12;",
+            "\tbar.sync \t0, 128;", "\tadd.s32 \t%r13, %r14, 8;", "\t@%p1 mbarrier.init.shared::cta.b64 [%r13], 1;",
+            "\tbar.sync \t0, 128;", "\tst.shared.b32 \t[%r5], %r6;", "\tld.shared.b32 \t%r15, [%r5];",
+            "\tbar.sync \t0, 256;", "\tmbarrier.try_wait.parity.shared.b64 complete, [%r1], %r2;",
+            "\tbarrier.sync \t1;", "\t@%p27 mbarrier.arrive.shared::cta.b64 _, [%r3];"]
+    out, n = drop_membar_barriers("\n".join(drop + keep))
+    assert n == 3
+    assert out.splitlines()[:-1] == [line for line in drop if "bar.sync" not in line] + keep
+    assert out.splitlines()[-1] == "// gluon_fwd.drop_membar_barriers: 3 bar.sync dropped"
+
+
+def test_the_stages_hook_rewrites_marked_ptx_only_and_keeps_an_earlier_hook():
+    """The compile's PTX stage, as the hook leaves it: a PTX with LEAN_MARK loses its droppable barriers, any other
+    (every other kernel's) comes back as it was; a hook installed before the module's still runs first, and a second
+    install does not chain the module's hook to itself."""
+    from triton import knobs
+
+    from kernels import gluon_fwd
+    calls = []
+    saved = knobs.runtime.add_stages_inspection_hook
+    try:
+        knobs.runtime.add_stages_inspection_hook = lambda *args: calls.append(args[-1])
+        gluon_fwd._install_stages_hook()
+        gluon_fwd._install_stages_hook()
+        ptx = "\tbar.sync \t0, 128;\n\t@%p1 mbarrier.arrive.shared::cta.b64 _, [%r1];"
+        for text, expect in ((ptx, ptx), (gluon_fwd.LEAN_MARK + "\n" + ptx, None)):
+            stages = {"ptx": lambda src, metadata, text=text: text}
+            knobs.runtime.add_stages_inspection_hook(None, stages, None, None, 90)
+            got = stages["ptx"](None, {})
+            if expect is not None:
+                assert got == expect
+            else:
+                assert "\tbar.sync" not in got and got.endswith("1 bar.sync dropped") and "mbarrier.arrive" in got
+        assert calls == [90, 90]
+    finally:
+        knobs.runtime.add_stages_inspection_hook = saved
+        gluon_fwd._install_stages_hook()
+
+
+def test_lean_barriers_need_the_persistent_grid():
+    from kernels.gluon_fwd import LEAN_MARK, kernel_args
+    q = torch.empty((1, 2, 128, 64), dtype=torch.float16, device="meta")
+    k = torch.empty((1, 1, 128, 64), dtype=torch.float16, device="meta")
+    common = dict(producer_warp=True, two_consumers=True, softmax_overlap=True, register_realloc=True,
+                  split_consumers=True, pingpong=True)
+    with pytest.raises(ValueError, match="lean_barriers .* needs persistent"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, **common, lean_barriers=True)
+    args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, **common, persistent=True,
+                       lean_barriers=True)
+    assert args["LEAN_BARRIERS"] == LEAN_MARK and LEAN_MARK.startswith("// ")
+    assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, **common,
+                       persistent=True)["LEAN_BARRIERS"] == ""
