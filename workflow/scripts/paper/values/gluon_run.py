@@ -60,8 +60,13 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
     runs = sorted(set(g.run), key=run_number)
     v.macro("GluonRuns", listing(runs))
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
-    v.macro("GluonRunsPhrase", "one run" if len(runs) == 1 else f"{words.get(len(runs), len(runs))} runs, on one "
-            f"H200 each")
+    # each run's Gluon entries on one GPU, or its sets on several (a run in parts whose lease changed machines)
+    t = pd.read_csv(timings, usecols=["run", "variant", "set", "gpu_uuid"], low_memory=False)
+    t = t[t.variant.isin(GLUON_STAGES) & t.run.isin(runs)]
+    split = sorted({r for r, n in t.groupby("run").gpu_uuid.nunique().items() if n > 1}, key=run_number)
+    where = ("on one H200 each" if not split else
+             f"each set on one H200; {listing(split)}'s sets on {'two' if len(split) == 1 else 'several'} H200s")
+    v.macro("GluonRunsPhrase", "one run" if len(runs) == 1 else f"{words.get(len(runs), len(runs))} runs, {where}")
     # the last of our stages the sweep measured (the one the N-sweep figure draws as our last)
     v.macro("GluonLastMeasured", last_measured(p))
     v.macro("GluonLastMeasuredRuns", listing(sorted(set(p[p.variant == last_measured(p)].run), key=run_number)))
