@@ -100,6 +100,7 @@ PROBE_V28X = f"{DATA}/probes/v28-xcheck"   # the same entries four ways (timer a
 PROBE_HOST28 = f"{DATA}/probes/host-cost-v28"   # the host cost of every stage, v28 included, at v28's source
 PROBE_REP28 = f"{DATA}/probes/v28-repeats"     # six passes of v27, v28 and cuDNN, one after another
 PROBE_SETTLE = f"{DATA}/probes/settle-cause"    # the timer cooled and settled against Nsight at N = 8192, 16384
+PROBE_V29 = f"{DATA}/probes/v29-check"       # v29 verified and timed before its run (run-26)
 PROBE_COLD28 = f"{DATA}/probes/v28-cold"       # Nsight's warp states at N = 512, every cache flushed or none
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
@@ -133,6 +134,8 @@ VALUES = {
     "state": dict(per_run=rules.aggregate.output.per_run, timings=rules.aggregate.output.timings),
     "xcause": dict(seal_file=f"{PROBE_XCAUSE}/SHA256SUMS", cause=f"{PROBE_XCAUSE}/crosscheck_cause.csv"),
     "settle": dict(seal_file=f"{PROBE_SETTLE}/SHA256SUMS", cause=f"{PROBE_SETTLE}/crosscheck_cause.csv"),
+    "v29check": dict(seal_file=f"{PROBE_V29}/SHA256SUMS", correctness=f"{PROBE_V29}/verify/correctness.csv",
+                     timing=f"{PROBE_V29}/timing.csv"),
     "v28check": dict(seal_file=f"{PROBE_V28}/SHA256SUMS", xseal_file=f"{PROBE_V28X}/SHA256SUMS",
                      correctness=f"{PROBE_V28}/verify/correctness.csv", timing=f"{PROBE_V28}/timing.csv",
                      cause=f"{PROBE_V28X}/crosscheck_cause.csv"),
@@ -166,7 +169,8 @@ VALUES = {
 PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guards": PROBE_GLUON,
           "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23, "xcause": PROBE_XCAUSE,
           "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28,
-          "cold28": PROBE_COLD28, "settle": PROBE_SETTLE}
+          "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
+          "v29check": PROBE_V29}
 
 
 rule values:
