@@ -272,3 +272,15 @@ def test_a_waiver_names_its_gpu_and_is_checked_against_that_gpus_runs():
         {"run-1": {"v16"}}, "data/nvidia-a100")})
     with pytest.raises(config_check.ConfigError, match=r"crosscheck_waivers\[1\]: run-15-x2 v16 is waived twice"):
         config_check.check_waivers([waiver, {**waiver, "gpu": "nvidia-h200"}], h200, "data/nvidia-h200", TORCH)
+
+
+def test_the_shipped_plan_profiles_every_gluon_stage_at_the_headline_and_at_every_n():
+    """Every registered Gluon stage is in both Nsight lists of the shipped plan (the headline profile and the
+    long-sequence one at every N of the sweep), so that a run cross-checks each timed Gluon stage against Nsight at
+    each N it is quoted at: run-26's plan, written before v29 joined the lists, left v29 unprofiled."""
+    from kernels.stages import GLUON_STAGES
+    profile = CONFIG["plan"]["profile"]
+    for name, variants in (("plan.profile.variants", profile["variants"]),
+                           ("plan.profile.large_n.variants", profile["large_n"]["variants"])):
+        missing = [s for s in GLUON_STAGES if s not in variants]
+        assert not missing, f"config/config.yaml {name} lacks {missing}: add them, or no run will profile them"
