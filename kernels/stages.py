@@ -230,13 +230,15 @@ GLUON: Mapping[str, Switch] = {
                "their turns",
                "FOLD", requires=("persistent",)),
         Switch("lean_barriers", "v29",
-               "the consumers' CTA barriers that Gluon's shared-memory pass puts before each mbarrier wait and "
-               "arrive and before the row sums' scratch store (five 128-thread bar.sync per step of each consumer "
-               "in v28's build) are dropped from the PTX by a compile-stage pass, as FlashAttention-3's consumers "
-               "release a buffer from one thread after their own MMA wait, without a barrier: the waits are each "
-               "thread's own, the one-thread arrives follow that thread's wait for a warpgroup MMA, which completes "
-               "for all four warps at once, and the scratch store is never read; Gluon 3.6 has no API to leave "
-               "them out",
+               "the consumers' CTA barriers that Gluon's shared-memory pass puts before a step's mbarrier waits, "
+               "before each one-thread arrive and before the row sums' scratch store (five 128-thread bar.sync per "
+               "step of each consumer in v28's build) are dropped from the PTX by a compile-stage pass, as "
+               "FlashAttention-3's consumers release a buffer from one thread after their own MMA wait, without a "
+               "barrier: the waits are each thread's own, the one-thread arrives follow that thread's wait for a "
+               "warpgroup MMA, which completes for all four warps at once, and the scratch store is never read; "
+               "Gluon 3.6 has no API to leave them out (in the fold's drain, where no MMA keeps the four warps "
+               "within a phase of each other, the dropped barriers did; their absence there risks a hang, not a "
+               "wrong result)",
                "LEAN_BARRIERS", requires=("persistent",)),
     )
 }
