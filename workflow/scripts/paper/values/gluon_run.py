@@ -61,8 +61,9 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
     v.macro("GluonRuns", listing(runs))
     words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
     # each run's Gluon entries on one GPU, or its sets on several (a run in parts whose lease changed machines)
-    t = pd.read_csv(timings, usecols=["run", "variant", "set", "gpu_uuid"], low_memory=False)
-    t = t[t.variant.isin(GLUON_STAGES) & t.run.isin(runs)]
+    timed = pd.read_csv(timings, usecols=["run", "set", "variant", "dtype", "N", "time_us", "headline", "sm_mhz",
+                                          "gpu_uuid"], low_memory=False)
+    t = timed[timed.variant.isin(GLUON_STAGES) & timed.run.isin(runs)]
     split = sorted({r for r, n in t.groupby("run").gpu_uuid.nunique().items() if n > 1}, key=run_number)
     where = ("on one H200 each" if not split else
              f"each set on one H200; {listing(split)}'s sets on {'two' if len(split) == 1 else 'several'} H200s")
@@ -155,16 +156,14 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
         v.put("gnew", n, "cudnn_earlier", f"{fixed(earlier.min(), 1)}--{fixed(earlier.max(), 1)}")
     # The SM clock NVML read during each Gluon stage's samples in the newest run, float16 at each N of the sweep (the
     # lowest and highest over its repeats): \val{gclock}{<stage>@<N>}{range}, in MHz.
-    tm = pd.read_csv(timings, usecols=["run", "set", "variant", "dtype", "N", "sm_mhz"], low_memory=False)
-    tm = tm[(tm.run == newest) & (tm.set == "n_sweep") & (tm.dtype == "float16") & tm.variant.isin(GLUON_STAGES)]
+    tm = timed[(timed.run == newest) & (timed.set == "n_sweep") & (timed.dtype == "float16")
+               & timed.variant.isin(GLUON_STAGES)]
     for (st, n), mhz in tm.groupby(["variant", "N"]).sm_mhz:
         v.put("gclock", f"{st}@{n}", "range", f"{fixed(mhz.min(), 0)}--{fixed(mhz.max(), 0)}")
     # The leave-one-out ablations of each Gluon stage that are no stage (those of the last stage a run timed as its
     # ablation set): each one's time against its stage's in the newest run that timed both, float16 at the
     # headline's shape (medians over that run's samples there): \val{gloo}{<variant>}{pct} (percent), {run}.
-    ab = pd.read_csv(timings, usecols=["run", "set", "variant", "dtype", "N", "time_us", "headline"],
-                     low_memory=False)
-    ab = ab[(ab.dtype == "float16") & ab.headline.astype(bool)]
+    ab = timed[(timed.dtype == "float16") & timed.headline.astype(bool)]
     for st in GLUON_STAGES:
         for name, sw in leave_one_out(st).items():
             if stage_of(sw) is not None:
