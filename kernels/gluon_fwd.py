@@ -399,7 +399,7 @@ REGISTER_REALLOC_MAXNREG = 168
 REGISTER_REALLOC_WARPS = 8
 
 
-def drop_membar_barriers(ptx: str) -> tuple[str, int]:
+def drop_membar_barriers(ptx: str, keep_lines=()) -> tuple[str, int]:
     """LEAN_BARRIERS (stage v29): the PTX of a kernel without the 128-thread CTA barriers (``bar.sync id, 128``,
     one consumer warpgroup's) that Gluon's shared-memory barrier pass (membar) puts before an mbarrier's wait or
     arrive, and before the scratch store of the row sums that precedes the wait for the P V product (see
@@ -414,14 +414,26 @@ def drop_membar_barriers(ptx: str) -> tuple[str, int]:
     - the row sums' scratch store is never read: it is there for ptxas's order of the P V wait (``_overlap_step``).
     Only a barrier directly before such an operation goes (register arithmetic between them, which touches no
     memory, aside); every other (before O's store and its TMA copy, around the partitions' fork and the barriers'
-    init) stays. Applied, by ``_stages_hook``, to a kernel whose PTX has LEAN_MARK only, i.e. built with
-    LEAN_BARRIERS: the ``// ... dropped`` line it adds says how many went."""
+    init) stays. keep_lines: lines of this file whose barriers stay, by the source position (``.loc``, any frame of
+    its inlining stack) that the barrier's PTX carries: ``_drain``'s, where no warpgroup MMA keeps the consumer's
+    four warps within a phase of each other, and the barriers do (without them a warp two phases behind the one
+    that arrives would wait for a phase that never comes). Applied, by ``_stages_hook``, to a kernel whose PTX has
+    LEAN_MARK only, i.e. built with LEAN_BARRIERS: the ``// ... dropped`` line it adds says how many went."""
     barrier = re.compile(r"\s*bar\.sync\s+\d+,\s*128;\s*$")
     no_instruction = re.compile(r"\s*($|//|\.loc\s|\{|\.reg\s|waitLoop:|\$L__tmp\d+:)")
     arithmetic = re.compile(r"\s*(add|sub|mad|mul|shl|shr|bfe|and|or|xor|not|mov)\.[a-z0-9.]+\s+%r\d+, ")
     mbarrier_op = re.compile(r"\s*(@%p\d+\s+)?mbarrier\.(try_wait|arrive)\.")
     scratch_store = re.compile(r"\s*st\.shared\.b32\s")
     mma_wait = re.compile(r"\s*wgmma\.wait_group\.")
+    loc = re.compile(r"\s*\.loc\s")
+    here = re.compile(r"gluon_fwd\.py:(\d+):")
+    keep = set(keep_lines)
+
+    def kept_by_source(lines, i):
+        for line in reversed(lines[max(0, i - 4):i]):
+            if loc.match(line):
+                return any(int(n) in keep for n in here.findall(line))
+        return False
 
     def droppable(lines, i):
         stores = 0
@@ -437,7 +449,8 @@ def drop_membar_barriers(ptx: str) -> tuple[str, int]:
         return False
 
     lines = ptx.split("\n")
-    drop = {i for i, line in enumerate(lines) if barrier.match(line) and droppable(lines, i)}
+    drop = {i for i, line in enumerate(lines)
+            if barrier.match(line) and droppable(lines, i) and not kept_by_source(lines, i)}
     kept = [line for i, line in enumerate(lines) if i not in drop]
     kept.append(f"// gluon_fwd.drop_membar_barriers: {len(drop)} bar.sync dropped")
     return "\n".join(kept), len(drop)
@@ -462,9 +475,15 @@ def _stages_hook(backend, stages, options, language, capability):
 
     def ptx_stage(src, metadata):
         ptx = make_ptx(src, metadata)
-        return drop_membar_barriers(ptx)[0] if LEAN_MARK in ptx else ptx
+        return drop_membar_barriers(ptx, _drain_lines())[0] if LEAN_MARK in ptx else ptx
 
     stages["ptx"] = ptx_stage
+
+
+def _drain_lines() -> range:
+    """The lines of this file that ``_drain`` spans (its barriers stay: ``drop_membar_barriers``)."""
+    source, first = inspect.getsourcelines(_drain.fn)
+    return range(first, first + len(source))
 
 
 def _install_stages_hook() -> None:

@@ -1276,6 +1276,13 @@ def test_lean_barriers_keep_v28s_kernel_but_its_step_barriers(built, name):
             assert not [t for t in body if t.startswith("BAR.SYNC")]
             assert_overlapped_step(body, name, shape[4], bn)
         assert all(any(t.startswith("BAR.SYNC") for t in body) for body in kv_loops(v28["sass"]))
+        # the fold's drain (causal only: without a mask its range is empty and the compiler drops it) keeps its
+        # barriers: no warpgroup MMA there keeps the consumer's warps within a phase of each other
+        drains = [b for b in innermost_loops(_instructions(m["sass"]))
+                  if not any(t.startswith(("HGMMA", "UTMALDG")) for t in b)
+                  and any(t.startswith("SYNCS.ARRIVE") for t in b)]       # not a KV loop, not the producer's
+        assert bool(drains) == LEAN_CONFIGS[name][2], drains
+        assert all(any(t.startswith("BAR.SYNC") for t in b) for b in drains)
 
 
 def test_drop_membar_barriers_drops_those_before_mbarrier_operations_and_the_scratch_store_only():
@@ -1300,6 +1307,21 @@ def test_drop_membar_barriers_drops_those_before_mbarrier_operations_and_the_scr
     assert n == 3
     assert out.splitlines()[:-1] == [line for line in drop if "bar.sync" not in line] + keep
     assert out.splitlines()[-1] == "// gluon_fwd.drop_membar_barriers: 3 bar.sync dropped"
+
+
+def test_drop_membar_barriers_keeps_those_of_the_lines_it_is_told_to_keep():
+    """A barrier whose source position (the .loc before it, any frame of its inlining stack) is in keep_lines
+    stays; the hook keeps ``_drain``'s."""
+    from kernels.gluon_fwd import _drain_lines, drop_membar_barriers
+    ptx = ["\t.loc\t1 960 20 // gluon_fwd.py:960:20 @[ gluon_fwd.py:1100:9 ]", "\tbar.sync \t2, 128;",
+           "\t@%p27 mbarrier.arrive.shared::cta.b64 _, [%r3];",
+           "\t.loc\t1 588 20 // gluon_fwd.py:588:20 @[ gluon_fwd.py:654:72 ]", "\tbar.sync \t2, 128;",
+           "\t@%p27 mbarrier.arrive.shared::cta.b64 _, [%r4];"]
+    out, n = drop_membar_barriers("\n".join(ptx), keep_lines=range(1100, 1101))
+    assert n == 1 and out.splitlines()[:-1] == ptx[:4] + ptx[5:]
+    assert drop_membar_barriers("\n".join(ptx))[1] == 2
+    drain = _drain_lines()
+    assert len(drain) > 10 and "def _drain(" in (ROOT / "kernels" / "gluon_fwd.py").read_text().splitlines()[drain[0]]
 
 
 def test_the_stages_hook_rewrites_marked_ptx_only_and_keeps_an_earlier_hook():
