@@ -10,6 +10,8 @@ steps all call an entry through here, and this is the only caller of the kernel 
   (pipeline.gpu_state: SM clock, power, clock event reasons, temperature, energy per call, UUID).
 - `settle_call(calls, bench)`: the settle step (pipeline.settle) on a checked entry: run it until the SM clock
   stops falling.
+- `steady_call(calls, bench, call_us)`: the steady step (pipeline.steady_energy) on a timed entry: its mean power
+  and energy per call from NVML's energy counter over back-to-back calls.
 - `kernel_time(fn, n_samples)`: the kernel timer on any callable (the timer check times a call behind a host sleep).
 - `timed_with_state(fn, n_samples, gpu, interval_ms, n_flushes)`: the kernel timer with the GPU state sampler around
   its samples, then flushes alone, one flush's energy taken off each call's.
@@ -22,7 +24,7 @@ import time
 
 from kernels.stages import BASELINE, STAGES
 
-from . import gpu_state, kernel_timer, settle
+from . import gpu_state, kernel_timer, settle, steady_energy
 
 
 def inputs(entry, seed: int):
@@ -171,3 +173,33 @@ def host_time_us(fn, calls: int, loops: int) -> float:
         per_call.append((time.perf_counter_ns() - t0) / calls / 1e3)
     torch.cuda.synchronize()
     return statistics.median(per_call)
+
+
+def steady_call(calls, bench: dict, call_us: float) -> dict:
+    """The steady step (pipeline.steady_energy) on one checked, timed entry: the call back to back in chunks of at
+    least steady_chunk_ms of GPU time (call_us each, the timer's median), NVML's energy counter read between two of
+    its updates at least steady_s apart. Returns steady_energy.COLUMNS."""
+    import torch
+
+    checked, _ = calls
+    gpu = state_gpu()
+    n = steady_energy.chunk_calls(call_us, bench["steady_chunk_ms"])
+    events = []
+
+    def launch():
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(n):
+            checked()
+        end.record()
+        events.append((begin, end))
+        return end
+
+    def read() -> dict:
+        r = gpu.read()
+        return {**r, "capped": gpu_state.is_power_capped(r["throttle"])}
+
+    result = steady_energy.measure(launch, lambda end: end.query(), read, bench["steady_s"])
+    torch.cuda.synchronize()
+    per_call_us = sum(b.elapsed_time(e) for b, e in events) * 1e3 / (n * len(events))
+    return steady_energy.row(result, per_call_us)

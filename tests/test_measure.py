@@ -95,6 +95,14 @@ def fake_gpu(monkeypatch):
         fake.settled.append((entry.key, entry.shape.N))
         return dict(settle_s=2.5, settle_mhz=1800.0, settle_windows=5, settle_stable=True)
 
+    def steady_call(fn, b, call_us):
+        fake.steady.append((fn[1].key, fn[1].shape.N, call_us))
+        if fn[1].key in fake.steady_fails:
+            from pipeline.steady_energy import SteadyEnergyError
+            raise SteadyEnergyError("the GPU ran out of queued calls inside the span")
+        return dict(steady_power_w=690.0, steady_instant_w=600.0, steady_mhz=1700.0, steady_capped_frac=1.0,
+                    steady_s=0.3, steady_call_us=call_us, steady_energy_mj=0.69 * call_us)
+
     class UserView:
         def __init__(self, bench):
             pass
@@ -105,10 +113,11 @@ def fake_gpu(monkeypatch):
         def close(self):
             pass
 
-    fake = type("Fake", (), {"interrupt_at": None, "calls": calls, "settled": []})()
+    fake = type("Fake", (), {"interrupt_at": None, "calls": calls, "settled": [], "steady": [], "steady_fails": set()})()
     monkeypatch.setattr(bench, "check", check)
     monkeypatch.setattr(bench, "time_call", time_call)
     monkeypatch.setattr(bench, "settle_call", settle_call)
+    monkeypatch.setattr(bench, "steady_call", steady_call)
     monkeypatch.setattr(bench, "UserView", UserView)
     monkeypatch.setattr(bench, "precompile", lambda entries, workers, log: None)
     monkeypatch.setattr(bench.gpu_env, "snapshot", lambda index=0: {"clocks.sm": "fake"})
@@ -429,7 +438,7 @@ def test_rows_carry_the_gpu_state_through_an_interrupted_and_resumed_run(tmp_pat
     """Every timed row has the GPU's state (pipeline.gpu_state's columns, after the older ones); a refused row has
     none. The settle step runs before the first entry of each repeat at a long N (here the headline's N counts as
     long) and before the first entry timed after the resume, and only there its columns are filled."""
-    from pipeline import gpu_state, settle
+    from pipeline import gpu_state, settle, steady_energy
     entries = bench_plan.expand(CFG, ["headline"])
     bench_cfg = {**CFG["bench"], "settle_min_N": HEADLINE.N}
     m = {**CFG, "bench": bench_cfg, "repeats": {**CFG["repeats"], "headline": 3}}
@@ -443,8 +452,8 @@ def test_rows_carry_the_gpu_state_through_an_interrupted_and_resumed_run(tmp_pat
     with open(tmp_path / "timings.csv") as f:
         reader = csv.DictReader(f)
         rows = list(reader)
-    assert reader.fieldnames[-len(gpu_state.STATE_COLUMNS) - len(settle.COLUMNS):] == \
-        gpu_state.STATE_COLUMNS + settle.COLUMNS
+    tail = gpu_state.STATE_COLUMNS + settle.COLUMNS + steady_energy.COLUMNS
+    assert reader.fieldnames[-len(tail):] == tail
     assert rows[:len(partial)] == partial
     ok = [r for r in rows if r["status"] == "ok"]
     assert all(r["gpu_uuid"] == "GPU-fake-0001" and float(r["sm_mhz"]) > 0 and float(r["energy_mj"]) == 60.0
@@ -482,6 +491,36 @@ def test_the_settle_step_runs_before_each_block_of_one_long_n(tmp_path, fake_gpu
     off = {**m, "bench": {**CFG["bench"], "settle_max_s": 0}}
     bench.run(off, entries, tmp_path / "off", log=lambda s: None)
     assert fake_gpu.settled == []
+
+
+def test_the_steady_step_gives_long_n_rows_of_the_first_repeats_their_energy(tmp_path, fake_gpu):
+    """In the N sweep, the rows at N >= steady_min_N of repeat 0 (steady_repeats = 1) get the steady step's
+    columns, from the kernel time just measured; every other row has them empty; steady_s = 0 turns it off."""
+    from pipeline import steady_energy
+    entries = bench_plan.expand(CFG, ["n_sweep"])
+    bench_cfg = {**CFG["bench"], "steady_min_N": 8192, "steady_repeats": 1, "steady_s": 0.25}
+    m = {**CFG, "bench": bench_cfg, "repeats": {**CFG["repeats"], "n_sweep": 2}}
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    failing = next(e.key for e in entries if e.shape.N == 16384)
+    fake_gpu.steady_fails.add(failing)
+    bench.run(m, entries, tmp_path / "on", log=lambda s: None)
+    with open(tmp_path / "on" / "timings.csv") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    assert reader.fieldnames[-len(steady_energy.COLUMNS):] == steady_energy.COLUMNS
+    want = [r for r in rows if r["status"] == "ok" and int(r["N"]) >= 8192 and r["repeat"] == "0"]
+    assert want and len(fake_gpu.steady) == len(want)
+    # a failed steady step keeps the row and its time, with empty steady columns and the reason in its note
+    failed = [r for r in want if r["key"] == failing]
+    assert len(failed) == 1 and failed[0]["steady_power_w"] == "" and failed[0]["time_us"] != ""
+    assert failed[0]["note"].startswith("steady step: the GPU ran out")
+    want = [r for r in want if r["key"] != failing]
+    assert all(r["steady_energy_mj"] != "" and float(r["steady_call_us"]) == float(r["time_us"]) for r in want)
+    assert all(r["steady_power_w"] == "" for r in rows if r not in want)
+    fake_gpu.steady.clear()
+    bench.run({**m, "bench": {**bench_cfg, "steady_s": 0}}, entries, tmp_path / "off", log=lambda s: None)
+    assert fake_gpu.steady == []
 
 
 def test_the_aggregate_reads_runs_with_and_without_the_gpu_state(tmp_path, fake_gpu):

@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from kernels.shapes import attention_flops
-from pipeline import git, gpu_env, gpu_state, keys, seal, selection, settle
+from pipeline import git, gpu_env, gpu_state, keys, seal, selection, settle, steady_energy
 from pipeline.kernel_timer import TIMER, is_kernel_name
 
 TORCH = tuple(selection.TORCH)
@@ -157,13 +157,16 @@ def _step_uuid(env_path: Path, sealed) -> str:
 
 
 MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer", "step_gpu",  # measured, not descriptive
-            *gpu_state.STATE_COLUMNS, *settle.COLUMNS)
+            *gpu_state.STATE_COLUMNS, *settle.COLUMNS, *steady_energy.COLUMNS)
 # per_run's columns of the GPU's state, last in its rows: the medians over repeats of the SM clock (MHz, each
 # repeat's median over its timed samples), the mean power (W) and the energy per call (mJ); the number of repeats
 # with a power-capped reading; and the useful TFLOP/s (kernels.shapes.attention_flops over the median time) per
-# watt of the median power. Empty (NaN) for a run whose timings.csv has no such columns (timed before they were).
-STATE_MEDIANS = ("sm_mhz", "power_w", "energy_mj")
-STATE = (*STATE_MEDIANS, "capped_repeats", "tflops_per_watt")
+# watt of the median power. Then the steady step's (pipeline.steady_energy, long N, the first repeats): the medians
+# of NVML's energy counter's mean power over back-to-back calls (W), of the energy of one call in that stream (mJ),
+# and of the SM clock over it (MHz), and the TFLOP/s per watt of that stream (the FLOPs of a call over its
+# steady_energy_mj). Empty (NaN) for a run whose timings.csv has no such columns (timed before they were).
+STATE_MEDIANS = ("sm_mhz", "power_w", "energy_mj", "steady_power_w", "steady_energy_mj", "steady_mhz")
+STATE = (*STATE_MEDIANS, "capped_repeats", "tflops_per_watt", "steady_tflops_per_watt")
 
 
 def canonical_names(timings: pd.DataFrame) -> pd.DataFrame:
@@ -376,7 +379,9 @@ def per_run(timings: pd.DataFrame) -> pd.DataFrame:
     pr = with_roles(stats.merge(desc, on="key"))
     return pr.merge(gpu_state_per_run(ok), on=["run", "key"], how="left").assign(
         tflops_per_watt=lambda p: attention_flops(p.B, p.H, p.N, p.D, p.causal) / (p.time_us * 1e-6) / 1e12
-        / p.power_w)[[*pr.columns, *STATE]]
+        / p.power_w,
+        steady_tflops_per_watt=lambda p: attention_flops(p.B, p.H, p.N, p.D, p.causal) / 1e12
+        / (p.steady_energy_mj * 1e-3))[[*pr.columns, *STATE]]
 
 
 def gpu_state_per_run(ok: pd.DataFrame) -> pd.DataFrame:

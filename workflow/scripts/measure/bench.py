@@ -19,7 +19,7 @@ sm_min_mhz, sm_max_mhz); the mean power of those readings (power_w, W; the flush
 power limit (power_limit_w); the higher of the temperatures before and after (temp_c); the OR of the clock event
 reasons seen (throttle, hex), and whether any reading had a power-cap reason (power_capped: 0x4 software power cap,
 0x8 hardware slowdown, 0x80 power brake) with the fraction that did (capped_frac); the energy of one call (energy_mj,
-mJ: NVML's energy counter over the timed samples, less one flush's energy per sample, over the number of samples)
+mJ: the window's mean power times its wall time, less one flush's energy per sample, over the number of samples)
 and of one flush (flush_energy_mj: flushes alone, run right after: as many as fill rep_ms at flush_us each, or as
 many as the samples if more); the window's wall time (window_ms) and the number of readings (state_readings).
 
@@ -30,6 +30,15 @@ or for at most settle_max_s seconds (0: no settle step). The row records what wa
 settle_mhz (the last window's median clock), settle_windows and settle_stable (False: the time limit ended it);
 the columns are empty on rows that were not settled. It runs after the entry's check and before its user view and
 kernel time, so that both find the GPU warm.
+
+The steady step (pipeline.steady_energy), after the kernel time of an entry at N >= steady_min_N in the first
+steady_repeats repeats: the call back to back (chunks of steady_chunk_ms of GPU time, three queued), NVML's energy
+counter read at two of its updates at least steady_s apart. The row gets the counter's mean power over that span
+(steady_power_w), the mean of the instant power readings over it (steady_instant_w), their median SM clock and
+power-capped fraction (steady_mhz, steady_capped_frac), the span (steady_s), the GPU's time per call in the loop
+(steady_call_us) and the energy of one call in a steady stream of calls (steady_energy_mj); empty on other rows,
+and on a row whose steady step failed (the GPU ran dry in the span, or the counter did not move), whose note says
+why. steady_s = 0 turns the step off.
 
 The whole list runs once per repeat, in one fixed order (A B C, A B C, ...), so drift shows as spread within an
 entry, not as a difference between entries. Every row is appended to timings.partial.csv at once, renamed
@@ -64,14 +73,15 @@ from pathlib import Path
 
 from kernels.stages import BASELINE
 
-from pipeline import folder_lock, gpu_env, gpu_state, origin, partial_csv, settle
+from pipeline import folder_lock, gpu_env, gpu_state, origin, partial_csv, settle, steady_energy
 from pipeline import plan
-from pipeline.call import check, host_time_us, inputs, make_call, settle_call, time_call
+from pipeline.call import check, host_time_us, inputs, make_call, settle_call, steady_call, time_call
 
 ROW_KEYS = list(plan.Entry("", "triton", BASELINE, plan.HEADLINE, plan.Tile()).row())
 COLUMNS = ["key", "repeat", *ROW_KEYS, "seed", "status", "rel_error", "time_us", "min_us", "q25_us", "q75_us",
            "max_us", "mean_us", "n_samples", "kernels_us", "kernels", "n_kernels", "call_us", "call_q25_us", "call_q75_us",
-           "host_us", "host_calls", "timer", "note", *gpu_state.STATE_COLUMNS, *settle.COLUMNS]
+           "host_us", "host_calls", "timer", "note", *gpu_state.STATE_COLUMNS, *settle.COLUMNS,
+           *steady_energy.COLUMNS]
 LOCK = "bench.lock"
 SCRIPT = origin.script_name(__file__)
 
@@ -228,6 +238,12 @@ def _time(m: dict, todo: list, path: Path, snapshots: Path, bad: set, workers: i
                     row.update(settle_call(calls, b))
                 row.update(viewer(e, seed))
                 row.update(time_call(calls, b))
+                if steady_energy.wanted(e.shape.N, r, b["steady_min_N"], b["steady_repeats"], b["steady_s"]):
+                    try:
+                        row.update(steady_call(calls, b, row["time_us"]))
+                    except steady_energy.SteadyEnergyError as err:   # the row keeps its time; the note says why
+                        row["note"] = f"steady step: {err}"          # its steady columns are empty
+                        log(f"bench: {e.key}: steady step failed: {err}")
                 warm = (r, e.shape.N)
             else:
                 bad.add(e.key)
@@ -239,6 +255,8 @@ def _time(m: dict, todo: list, path: Path, snapshots: Path, bad: set, workers: i
                    f"SM {row['sm_mhz']:5.0f} MHz, {row['power_w']:4.0f} W"
                    + (" POWER-CAPPED" if row["power_capped"] else "")
                    + (f" (settled {row['settle_s']:.1f} s to {row['settle_mhz']:.0f} MHz)" if "settle_s" in row else "")
+                   + (f", steady {row['steady_power_w']:.0f} W {row['steady_energy_mj']:.1f} mJ/call"
+                      if "steady_power_w" in row else "")
                    if status == "ok" else f"{status} {note[:150]}"))
         snap.write(gpu_env.json_line({"repeat": "end", **gpu_env.snapshot()}))
     viewer.close()
