@@ -283,3 +283,19 @@ def test_a_commit_slip_is_taken_only_when_commit_corrections_names_a_commit_of_t
         with pytest.raises(aggregate.DataError, match=r"COMMIT_CORRECTIONS.csv names 166b6209b5c8 for the recorded "
                                                       r"commit '166b620a', but that commit's code hashes to"):
             run_aggregate([run], tmp_path / "agg")
+
+
+def test_the_steady_steps_columns_are_judged_where_filled_only():
+    """run-27's steady step filled steady_call_us on its long-N rows of the first repeat alone: the empty rest
+    passes; a filled value that is zero, negative or not a number is refused, naming the column."""
+    run = DATA / "nvidia-h200" / "run-27"
+    recorded = aggregate.load([run], "timings.csv")
+    filled = recorded.steady_call_us.notna()
+    assert filled.any() and (~filled).any()
+    aggregate.check_timings(recorded)
+    for bad in (0.0, -3.0, "x"):
+        broken = recorded.copy()
+        broken["steady_call_us"] = broken.steady_call_us.astype(object)
+        broken.loc[broken.index[filled.to_numpy()][0], "steady_call_us"] = bad
+        with pytest.raises(aggregate.DataError, match="steady_call_us empty, not finite or not positive"):
+            aggregate.check_timings(broken)

@@ -241,6 +241,8 @@ def check_timings(timings: pd.DataFrame) -> None:
         has = v.notna().groupby(ok.run).transform("any")     # a column the run records at all
         bad = ~np.isfinite(v) | (v <= 0)
         bad &= has if c not in TIMER_TIMES else True
+        if c in steady_energy.COLUMNS:                        # the steady step's: filled on some rows only
+            bad = (ok[c].notna() & v.isna()) | (v.notna() & ~(np.isfinite(v) & (v > 0)))
         if bad.any():
             problems.append(f"{c} empty, not finite or not positive: {_rows(ok[bad])}")
     for chain in ORDERS:
