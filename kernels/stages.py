@@ -236,9 +236,9 @@ GLUON: Mapping[str, Switch] = {
                "FlashAttention-3's consumers release a buffer from one thread after their own MMA wait, without a "
                "barrier: the waits are each thread's own, the one-thread arrives follow that thread's wait for a "
                "warpgroup MMA, which completes for all four warps at once, and the scratch store is never read; "
-               "Gluon 3.6 has no API to leave them out (in the fold's drain, where no MMA keeps the four warps "
-               "within a phase of each other, the dropped barriers did; their absence there risks a hang, not a "
-               "wrong result)",
+               "Gluon 3.6 has no API to leave them out; the fold's drain keeps its barriers (there no MMA keeps "
+               "the four warps within a phase of each other, and without them a warp two phases behind could "
+               "hang)",
                "LEAN_BARRIERS", requires=("persistent",)),
     )
 }

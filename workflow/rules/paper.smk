@@ -132,6 +132,7 @@ VALUES = {
                       best_per_n=rules.ours.output.best, timings=rules.aggregate.output.timings,
                       per_run=rules.aggregate.output.per_run),
     "state": dict(per_run=rules.aggregate.output.per_run, timings=rules.aggregate.output.timings),
+    "steady": dict(timings=rules.aggregate.output.timings),
     "xcause": dict(seal_file=f"{PROBE_XCAUSE}/SHA256SUMS", cause=f"{PROBE_XCAUSE}/crosscheck_cause.csv"),
     "settle": dict(seal_file=f"{PROBE_SETTLE}/SHA256SUMS", cause=f"{PROBE_SETTLE}/crosscheck_cause.csv"),
     "v29check": dict(seal_file=f"{PROBE_V29}/SHA256SUMS", correctness=f"{PROBE_V29}/verify/correctness.csv",
