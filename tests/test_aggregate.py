@@ -299,3 +299,40 @@ def test_the_steady_steps_columns_are_judged_where_filled_only():
         broken.loc[broken.index[filled.to_numpy()][0], "steady_call_us"] = bad
         with pytest.raises(aggregate.DataError, match="steady_call_us empty, not finite or not positive"):
             aggregate.check_timings(broken)
+
+
+def _rows(gpu, variant, repeats, n=1024, run="run-x2"):
+    return [dict(run=run, key=f"{variant}|{n}", variant=variant, B=2, H=16, H_kv=8, N=n, D=128, dtype="float16",
+                 causal=True, gpu_uuid="", step_gpu=gpu, repeat=r, time_us=100.0 if gpu == "GPU-a" else 90.0)
+            for r in range(repeats)]
+
+
+def test_an_entry_timed_on_two_gpus_keeps_the_gpu_of_cudnn_at_its_shape():
+    """A run whose sets ran on two GPUs: the headline set (cuDNN, v7, 3 repeats) on GPU-a, the N sweep (cuDNN, v7,
+    2 repeats; v8 only there) on GPU-b, and a tile sweep of 40 entries at the same shape on GPU-b (the most rows).
+    cuDNN, timed most on GPU-a, anchors the shape: v7 keeps GPU-a's repeats alone (not the 5 pooled), v8 keeps its
+    own GPU; at N = 2048, timed on GPU-b alone, nothing is dropped."""
+    import pandas as pd
+    rows = (_rows("GPU-a", "torch-cudnn", 3) + _rows("GPU-a", "v7", 3) + _rows("GPU-b", "torch-cudnn", 2)
+            + _rows("GPU-b", "v7", 2) + _rows("GPU-b", "v8", 2)
+            + [r for i in range(40) for r in _rows("GPU-b", f"v7-tile{i}", 1)]
+            + _rows("GPU-b", "torch-cudnn", 2, n=2048) + _rows("GPU-b", "v7", 2, n=2048))
+    kept = aggregate.one_gpu(pd.DataFrame(rows))
+    by = kept.groupby("key").gpu.agg(["unique", "size"])
+    assert list(by.loc["v7|1024", "unique"]) == ["GPU-a"] and by.loc["v7|1024", "size"] == 3
+    assert list(by.loc["torch-cudnn|1024", "unique"]) == ["GPU-a"]
+    assert list(by.loc["v8|1024", "unique"]) == ["GPU-b"] and by.loc["v8|1024", "size"] == 2
+    assert by.loc["v7|2048", "size"] == 2 and len(kept) == len(rows) - 4      # GPU-b's cuDNN and v7 at 1024 dropped
+
+
+def test_a_paper_row_on_another_gpu_than_cudnn_is_refused():
+    """check_ratio_gpus: v8 (a paper row) timed only on GPU-b while cuDNN's shape is GPU-a's: refused, naming it;
+    the same entry as no paper row (a tile of the sweep) passes."""
+    import pandas as pd
+    base = dict(run="run-x2", B=2, H=16, H_kv=8, N=1024, D=128, dtype="float16", causal=True)
+    pr = pd.DataFrame([dict(base, key="cudnn", variant="torch-cudnn", gpu="GPU-a", paper_row=True),
+                       dict(base, key="v7", variant="v7", gpu="GPU-a", paper_row=True),
+                       dict(base, key="v8", variant="v8", gpu="GPU-b", paper_row=True)])
+    with pytest.raises(aggregate.DataError, match="run-x2 v8 on GPU-b, cuDNN on GPU-a"):
+        aggregate.check_ratio_gpus(pr)
+    aggregate.check_ratio_gpus(pr.assign(paper_row=[True, True, False]))

@@ -364,8 +364,61 @@ def with_roles(pr: pd.DataFrame) -> pd.DataFrame:
     return pr[[c for c in pr.columns if c not in ROLES] + list(ROLES)]
 
 
+# A shape of a run: the entries that one ratio (a stage's time over cuDNN's) sets against each other.
+SHAPE = ["run", "B", "H", "H_kv", "N", "D", "dtype", "causal"]
+# The entry that anchors a shape's GPU: the reference of the paper's ratios.
+ANCHOR = "torch-cudnn"
+
+
+def row_gpu(timings: pd.DataFrame) -> pd.Series:
+    """The GPU of each row: the UUID it recorded (run-18 on), else its step's env.json's (step_gpu); '' if neither."""
+    row = timings["gpu_uuid"].fillna("").astype(str) if "gpu_uuid" in timings else pd.Series("", index=timings.index)
+    step = timings["step_gpu"].fillna("").astype(str) if "step_gpu" in timings else pd.Series("", index=timings.index)
+    return row.where(row != "", step)
+
+
+def _most(df: pd.DataFrame, by: list) -> pd.Series:
+    """Per group of `by`: the GPU with the most rows (a tie: the first UUID in sort order)."""
+    n = df.groupby(by + ["gpu"]).size().rename("n").reset_index()
+    n = n.sort_values(by + ["n", "gpu"], ascending=[True] * len(by) + [False, True]).drop_duplicates(by)
+    return n.set_index(by).gpu
+
+
+def one_gpu(ok: pd.DataFrame) -> pd.DataFrame:
+    """The rows per_run takes, with their GPU (column gpu). An entry that a run timed on several GPUs (its sets on
+    different GPUs: the x2 runs, run-26) keeps the rows of one: its shape's GPU (SHAPE), the one that timed most of
+    cuDNN's rows at that shape (ANCHOR; where cuDNN was not timed there, most of the shape's rows), so that its
+    median and its ratio to cuDNN come from one GPU; where the entry has no row on that GPU, the GPU that timed most
+    of its own rows. An entry timed on one GPU keeps its rows."""
+    ok = ok.assign(gpu=row_gpu(ok))
+    anchor = _most(ok[ok.variant == ANCHOR], SHAPE).rename("anchor_gpu")
+    shape = _most(ok, SHAPE).rename("shape_gpu")
+    own = _most(ok, ["run", "key"]).rename("own_gpu")
+    ok = ok.join(anchor, on=SHAPE).join(shape, on=SHAPE).join(own, on=["run", "key"])
+    target = ok.anchor_gpu.fillna(ok.shape_gpu)
+    there = (ok.gpu == target).groupby([ok.run, ok.key]).transform("any")
+    return ok[ok.gpu == target.where(there, ok.own_gpu)].drop(columns=["anchor_gpu", "shape_gpu", "own_gpu"])
+
+
+def check_ratio_gpus(pr: pd.DataFrame) -> None:
+    """Raise DataError where an entry of the paper's rows (paper_row) took another GPU than cuDNN's at its shape in
+    its run: a ratio of the two would set one GPU against another."""
+    ref = pr[pr.variant == ANCHOR].set_index(SHAPE).gpu.rename("anchor_gpu")
+    if ref.index.duplicated().any():
+        raise DataError(f"cuDNN twice at one shape of a run: {list(ref.index[ref.index.duplicated()])[:5]}")
+    j = pr[pr.paper_row].join(ref, on=SHAPE)
+    bad = j[j.anchor_gpu.notna() & (j.gpu != j.anchor_gpu)]
+    if not bad.empty:
+        raise DataError("entries timed on another GPU than cuDNN at their shape in their run (no ratio may pair "
+                        "two GPUs): " + "; ".join(f"{r.run} {r.key} on {r.gpu}, cuDNN on {r.anchor_gpu}"
+                                                   for r in bad.head(10).itertuples()))
+
+
 def per_run(timings: pd.DataFrame) -> pd.DataFrame:
-    ok = timings[timings.status == "ok"]
+    """Per run and entry: the medians over its repeats (on one GPU: one_gpu) of the times, their range and count,
+    its descriptive columns, the sets that timed it (on any GPU), the GPU (gpu) and the GPU's state."""
+    every = timings[timings.status == "ok"]
+    ok = one_gpu(every)
     g = ok.groupby(["run", "key"])
     stats = g.time_us.agg(time_us="median", lo_us="min", hi_us="max", repeats="count")
     extra = [c for c in ("kernels_us", "call_us", "host_us") if c in ok]
@@ -376,8 +429,9 @@ def per_run(timings: pd.DataFrame) -> pd.DataFrame:
     desc = ok.drop_duplicates("key").drop(columns=["run", "repeat", "seed", "status", "rel_error", "note"] + [
         c for c in ok.columns if c.endswith("_us") or c in MEASURED])
     # an entry timed by several sets' jobs belongs to all of them (each job writes only its own set's name)
-    sets = ok.groupby("key").set.agg(lambda x: ",".join(sorted({n for v in x.dropna() for n in v.split(",")})))
-    desc = desc.drop(columns="set").merge(sets.rename("set"), left_on="key", right_index=True)
+    sets = every.groupby("key").set.agg(lambda x: ",".join(sorted({n for v in x.dropna() for n in v.split(",")})))
+    desc = desc.drop(columns=["set", "gpu"]).merge(sets.rename("set"), left_on="key", right_index=True)
+    stats = stats.join(g.gpu.first(), on=["run", "key"])
     pr = with_roles(stats.merge(desc, on="key"))
     return pr.merge(gpu_state_per_run(ok), on=["run", "key"], how="left").assign(
         tflops_per_watt=lambda p: attention_flops(p.B, p.H, p.N, p.D, p.causal) / (p.time_us * 1e-6) / 1e12
@@ -727,6 +781,7 @@ def main(argv=None) -> int:
     timings = canonical_names(recorded)
     with_roles(timings).to_csv(a.out / "timings.csv", index=False)
     pr = per_run(timings)
+    check_ratio_gpus(pr)
     pr.to_csv(a.out / "per_run.csv", index=False)
     head = headline(pr, pd.read_csv(a.article_timings))
     head.to_csv(a.out / "headline.csv", index=False)
