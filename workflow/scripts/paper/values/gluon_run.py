@@ -33,23 +33,40 @@ def last_measured(per_n: pd.DataFrame) -> str:
     return [s for s in OUR_STAGES if s in set(per_n.variant)][-1]
 
 
-def qwen3_goal(v: Values, per_run: Path, run: str) -> None:
-    """The fastest Gluon stage at each Qwen3 layout and N of `run` (the qwen3 set, float16, each stage at its own
-    tile), its time over cuDNN's (kernels alone, as x_cudnn), and where QW_GOAL_X is met."""
+def qwen3_points(per_run: Path, run: str) -> list:
+    """Per Qwen3 layout and N of `run` (the qwen3 set, float16, each stage at its own tile): (x, stage, H, H_kv, N),
+    the fastest Gluon stage's time over cuDNN's (kernels alone, RATIO_TIME); [] where the run timed none."""
     pr = pd.read_csv(per_run, low_memory=False)
     q = pr[(pr.run == run) & pr.set.str.contains("qwen3", na=False) & (pr.dtype == "float16")]
     cudnn = q[q.variant == "torch-cudnn"].set_index(["H", "H_kv", "N"])[RATIO_TIME]
     ours = q[q.variant.isin(GLUON_STAGES) & q.own_tile.astype(bool)]
-    if ours.empty or cudnn.empty:
+    points = []
+    for (h, hkv, n), r in ours.groupby(["H", "H_kv", "N"]):
+        if (h, hkv, n) in cudnn.index:
+            x = (r.set_index("variant")[RATIO_TIME] / cudnn[h, hkv, n]).sort_values()
+            points.append((float(x.iloc[0]), x.index[0], h, hkv, n))
+    return points
+
+
+def qwen3_goal(v: Values, per_run: Path, run: str, before: str | None) -> None:
+    """The fastest Gluon stage at each Qwen3 layout and N of `run`, its time over cuDNN's, where QW_GOAL_X is met,
+    the layout furthest from it (GluonQwWorst), and where the Gluon run before it (`before`) missed it."""
+    points = qwen3_points(per_run, run)
+    if not points:
         raise ValueError(f"{per_run}: {run} timed no Gluon stage or no cuDNN at the Qwen3 layouts")
     met, missed = [], []
-    for (h, hkv, n), r in ours.groupby(["H", "H_kv", "N"]):
-        x = (r.set_index("variant")[RATIO_TIME] / cudnn[h, hkv, n]).sort_values()
-        v.put("gqw", f"{h}@{n}", "x", fixed(x.iloc[0], 3))
-        v.put("gqw", f"{h}@{n}", "stage", x.index[0])
-        (met if x.iloc[0] <= QW_GOAL_X else missed).append(f"{h}/{hkv} heads at {n}")
-    v.put("gqwgoal", "all", "met", listing(met) if met else "none")
-    v.put("gqwgoal", "all", "missed", listing(missed) if missed else "none")
+    for x, stage, h, hkv, n in points:
+        v.put("gqw", f"{h}@{n}", "x", fixed(x, 3))
+        v.put("gqw", f"{h}@{n}", "stage", stage)
+        (met if x <= QW_GOAL_X else missed).append(f"{h}/{hkv} heads at {n}")
+    v.put("gqwgoal", "all", "met", listing(met) if met else "no layout")
+    v.put("gqwgoal", "all", "missed", listing(missed) if missed else "no layout")
+    x, stage, h, hkv, n = max(points)
+    v.macro("GluonQwWorst", f"{h}/{hkv} heads at $N={n}$ ({stage}, {fixed(x, 3)}$\\times$)")
+    prev = qwen3_points(per_run, before) if before else []
+    v.macro("GluonQwPrevRun", before or "--")
+    v.macro("GluonQwPrevMissed", listing([f"{h}/{hkv} heads at {n} ({fixed(x, 3)}$\\times$)"
+                                          for x, stage, h, hkv, n in prev if x > QW_GOAL_X]) or "no layout")
     v.macro("GluonQwGoalX", fixed(QW_GOAL_X, 2))
 
 
@@ -119,7 +136,7 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
         v.put("ggoal", dt, "met", listing(met.get(dt, [])) if met.get(dt) else "none")
         v.put("ggoal", dt, "missed", listing(missed.get(dt, [])) if missed.get(dt) else "none")
     v.macro("GluonGoalX", fixed(GOAL_X, 2))
-    qwen3_goal(v, per_run, newest)
+    qwen3_goal(v, per_run, newest, runs[-2] if len(runs) > 1 else None)
     v.macro("GluonTiePct", fixed(TIE_PCT, 0))
     best = pd.read_csv(best_per_n)             # the fastest of all our stages at each N and dtype
     glu = best[best.best.isin(GLUON_STAGES)]

@@ -2,7 +2,8 @@
 variant and N (\\val{ln}{<variant>@<N>}{<short>}, median over runs; DRAM in GB), each of our stages against the one
 before it (\\val{ln_delta}{<stage>@<N>}{<short>}, percent) and its instructions against cuDNN's
 (\\val{ln_vs_cudnn}{<stage>@<N>}{Instr}), each stage against the one before within the runs that profiled both
-(\\val{ln_step}{<stage>@<N>}{<short>}), and the runs that profiled the large N (results/aggregate/large_n.csv)."""
+(\\val{ln_step}{<stage>@<N>}{<short>}), and the runs that profiled the large N (results/aggregate/large_n.csv), and one kernel's duration spread over the runs
+that profiled it (\\val{ln_spread}{<stage>@<N>}{Time}, percent)."""
 
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from pipeline.selection import OUR_STAGES
 # The metrics the text quotes: absolute (ln), against the stage before (ln_delta), against cuDNN (ln_vs_cudnn).
 QUOTED = {"ln": ("Tensor", "Issue", "Warps", "Exp", "Lhit", "Dram", "Regs", "StallWait", "StallBarrier"),
           "ln_delta": ("Fma", "Instr", "Time", "Warps", "Dram", "StallShort", "StallLong", "StallBarrier"),
-          "ln_vs_cudnn": ("Instr",), "ln_step": ("Time", "Cycles", "Tensor", "StallBarrier", "Dram")}
+          "ln_vs_cudnn": ("Instr",), "ln_step": ("Time", "Cycles", "Tensor", "StallBarrier", "StallLong", "Dram")}
 
 
 def values(large_n_table: Path, large_n: Path) -> Values:
@@ -50,6 +51,16 @@ def values(large_n_table: Path, large_n: Path) -> Values:
                     v.put("ln_step", f"{st}@{n}", short, f"{100 * (g[st] / g[prev] - 1).median():+.1f}")
             for n, g in both.groupby(level="N"):
                 v.put("ln_step", f"{st}@{n}", "runs", listing(sorted(set(g.index.get_level_values("run")))))
+    # Nsight's own run-to-run spread of one kernel's duration (max / min - 1 over the runs that profiled it, percent):
+    # \val{ln_spread}{<stage>@<N>}{Time}, for the stages that two or more runs profiled.
+    duration = next(m for m, sh in short_of.items() if sh == "Time")
+    for (n, metric), g in per_run.groupby(level=["N", "metric"]):
+        if metric != duration:
+            continue
+        for st in [s for s in OUR_STAGES if s in g]:
+            x = g[st].dropna()
+            if len(x) >= 2:
+                v.put("ln_spread", f"{st}@{n}", "Time", fixed(100 * (x.max() / x.min() - 1), 1))
     if "torch-cudnn" in wide:
         for st in [s for s in OUR_STAGES if s in wide]:
             for (n, short), r in wide[[st, "torch-cudnn"]].dropna().iterrows():

@@ -5,8 +5,9 @@ repeat (us), the loop's time per call (steady_us), the counter's mean power (wat
 span (mhz), the energy per call (mj) and the useful TFLOP/s per watt of the stream (per_watt = TFLOP per joule);
 in both dtypes, against cuDNN's (\\val{steady}{<entry>@<N>}{fp16_x_cudnn|bf16_x_cudnn}: the loop's time;
 fp16_mj_x_cudnn, bf16_mj_x_cudnn: the energy); over every steady row of the run: how many,
-how many failed, the span, the counter's power where the power cap held, the instant readings against the counter,
-and the loop's time against the timer's (the loaded state)."""
+how many failed, the median span and the rows off its grid (GRID_TOL), and over the power-capped rows on the grid:
+the counter's power, the instant readings against it, the stream's time and SM clock against the timer's; a row's
+power and energy only where it is on the grid and its two power readings agree (AGREE_TOL)."""
 
 import sys
 from pathlib import Path
@@ -25,6 +26,14 @@ DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 RATIO_COLUMNS = {"fp16": ("fp16_x_cudnn", "fp16_mj_x_cudnn"), "bf16": ("bf16_x_cudnn", "bf16_mj_x_cudnn")}
 # A row is power-capped over its span when at least this share of the span's readings had a power-cap reason.
 CAPPED = 0.5
+# NVML's counter moves on a fixed period, so that a span between two of its updates is a whole number of periods;
+# the host sees an update up to one poll late, and a span off that grid by more than this share of the median span
+# (an update seen late at one end) gives a power off by as much: such rows are counted, and left out of the power
+# and energy figures.
+GRID_TOL = 0.02
+# A row's energy is given only where the instant power readings over its span agree with the counter's power
+# within this share (two readings of one state); elsewhere one of them is off, and the row's energy is not known.
+AGREE_TOL = 0.05
 
 
 def values(timings: Path) -> Values:
@@ -46,9 +55,16 @@ def values(timings: Path) -> Values:
     v.macro("SteadyRows", len(s))
     v.macro("SteadyFailed", "none" if not failed.any() else int(failed.sum()))
     v.macro("SteadyMinN", int(s.N.min()))
-    v.macro("SteadySpanMin", fixed(s.steady_s.min(), 2))
-    v.macro("SteadySpanMax", fixed(s.steady_s.max(), 2))
-    capped = s[s.steady_capped_frac >= CAPPED]
+    span = s.steady_s.median()
+    s["on_grid"] = (s.steady_s / span - 1).abs() <= GRID_TOL
+    s["agree"] = (s.steady_instant_w / s.steady_power_w - 1).abs() <= AGREE_TOL
+    s["known"] = s.on_grid & s.agree
+    v.macro("SteadyAgreeTolPct", fixed(100 * AGREE_TOL))
+    v.macro("SteadyDisagree", int((s.on_grid & ~s.agree).sum()))
+    v.macro("SteadySpanMedian", fixed(span, 2))
+    v.macro("SteadyGridTolPct", fixed(100 * GRID_TOL))
+    v.macro("SteadyOffGrid", int((~s.on_grid).sum()))
+    capped = s[(s.steady_capped_frac >= CAPPED) & s.on_grid]
     v.macro("SteadyCappedRows", len(capped))
     v.macro("SteadyLimitW", f"{s.power_limit_w.median():.0f}")
     v.macro("SteadyCappedPowerMin", f"{capped.steady_power_w.min():.0f}")
@@ -56,13 +72,15 @@ def values(timings: Path) -> Values:
     v.macro("SteadyCappedPowerMax", f"{capped.steady_power_w.max():.0f}")
     v.macro("SteadyCappedWindowMin", f"{capped.power_w.min():.0f}")
     v.macro("SteadyCappedWindowMax", f"{capped.power_w.max():.0f}")
-    gap = 100 * (s.steady_instant_w / s.steady_power_w - 1)
+    gap = 100 * (capped.steady_instant_w / capped.steady_power_w - 1)
     v.macro("SteadyInstantMedianPct", fixed(gap.abs().median()))
     v.macro("SteadyInstantMaxPct", fixed(gap.abs().max()))
     loaded = 100 * (capped.steady_call_us / capped.time_us - 1)
     v.macro("SteadyLoadedMinPct", fixed(loaded.min()))
     v.macro("SteadyLoadedMedianPct", fixed(loaded.median()))
     v.macro("SteadyLoadedMaxPct", fixed(loaded.max()))
+    clock = 100 * (capped.steady_mhz / pd.to_numeric(capped.sm_mhz, errors="coerce") - 1)
+    v.macro("SteadyLoadedMhzPct", fixed(clock.median()))
     layout = {k: x for k, x in HEADLINE.items() if k not in ("N", "dtype")}
     sweep = s[s.set.fillna("").str.contains("n_sweep") & where(s, **layout)
               & (s.impl.ne("triton") | s.own_tile.astype(str).eq("True"))]
@@ -73,17 +91,18 @@ def values(timings: Path) -> Values:
         if not ref.empty:
             c = ref.iloc[0]
             time_col, energy_col = RATIO_COLUMNS[d]
-            v.put("steady", row, time_col, fixed(r.steady_call_us / c.steady_call_us, 3))
-            v.put("steady", row, energy_col, fixed(r.steady_energy_mj / c.steady_energy_mj, 3))
+            v.put("steady", row, time_col, fixed(r.steady_call_us / c.steady_call_us, 2))
+            v.put("steady", row, energy_col, fixed(r.steady_energy_mj / c.steady_energy_mj, 2)
+                  if r.known and c.known else "--")
         if d != "fp16":                                    # the table is float16's; bfloat16's ratios in the text
             continue
         flops = attention_flops(r.B, r.H, int(n), r.D, r.causal)
         v.put("steady", row, "us", f"{r.time_us:.0f}")
         v.put("steady", row, "steady_us", f"{r.steady_call_us:.0f}")
-        v.put("steady", row, "watts", f"{r.steady_power_w:.0f}")
         v.put("steady", row, "mhz", f"{r.steady_mhz:.0f}")
-        v.put("steady", row, "mj", f"{r.steady_energy_mj:.0f}")
-        v.put("steady", row, "per_watt", fixed(flops / 1e12 / (r.steady_energy_mj * 1e-3), 2))
+        v.put("steady", row, "watts", f"{r.steady_power_w:.0f}" if r.known else "--")
+        v.put("steady", row, "mj", f"{r.steady_energy_mj:.0f}" if r.known else "--")
+        v.put("steady", row, "per_watt", fixed(flops / 1e12 / (r.steady_energy_mj * 1e-3), 2) if r.known else "--")
     return v
 
 
