@@ -809,7 +809,7 @@ def main(argv=None) -> int:
     ncu.to_csv(a.out / "ncu.csv", index=False)
     stage_table(head, ncu, a.article_timings, a.article_ncu).to_csv(a.out / "stage_table.csv", index=False)
     load(run_dirs, "correctness.csv", required=False).to_csv(a.out / "correctness.csv", index=False)
-    load(run_dirs, "ceilings.csv", required=False).to_csv(a.out / "ceilings.csv", index=False)
+    load(run_dirs, "ceilings.csv", required=False, step_gpu=True).to_csv(a.out / "ceilings.csv", index=False)
     build = pd.concat([pd.read_csv(b) for b in a.build], ignore_index=True) if a.build else pd.DataFrame()
     build.to_csv(a.out / "build.csv", index=False)
     pd.set_option("display.width", 200)

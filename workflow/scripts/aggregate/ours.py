@@ -64,14 +64,21 @@ def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
     layout = {k: v for k, v in selection.HEADLINE.items() if k not in ("N", "dtype")}
     s = pr[selection.where(pr, **layout) & pr.set.fillna("").str.contains("n_sweep")]
     s = s[s.own_tile | s.torch]
-    roof = (ceilings[ceilings.quantity == "matmul_tflops"].groupby(["run", "dtype"]).value.median()
-            .rename("roof_tflops"))
+    # the roof measured on the GPU that timed the entry (the ceilings step's, step_gpu): where a run's ceilings ran
+    # on another GPU than its sweep (the x2 runs, run-26), that run has no roof for it (NaN), never another GPU's
+    ceil = ceilings[ceilings.quantity == "matmul_tflops"]
+    by_gpu = "step_gpu" in ceil and "gpu" in pr
+    if by_gpu:
+        ceil = ceil.assign(gpu=ceil.step_gpu.fillna("").astype(str))
+    keys_roof = ["run", "dtype", "gpu"] if by_gpu else ["run", "dtype"]
+    roof = ceil.groupby(keys_roof).value.median().rename("roof_tflops")
     keep = s.variant.isin(selection.ALL_STAGES) | s.impl.isin(selection.TORCH)
     ratio_time = [selection.RATIO_TIME] if selection.RATIO_TIME != "time_us" else []
-    s = s[keep].reindex(columns=["run", "variant", "impl", "N", "dtype", "time_us", *ratio_time, "repeats", "B", "H",
-                                 "D", "causal"])    # repeats: NaN where per_run has none
+    s = s[keep].reindex(columns=["run", "variant", "impl", "N", "dtype", "time_us", *ratio_time, "repeats", "gpu", "B",
+                                 "H", "D", "causal"])    # repeats: NaN where per_run has none
+    s["gpu"] = s.gpu.fillna("").astype(str)
     s["tflops"] = attention_flops(s.B, s.H, s.N, s.D, s.causal) / (s.time_us * 1e-6) / 1e12
-    s = s.join(roof, on=["run", "dtype"])
+    s = s.join(roof, on=keys_roof)
     s["pct_roof"] = 100 * s.tflops / s.roof_tflops
     cudnn = s[s.variant == "torch-cudnn"].set_index(["run", "N", "dtype"])[selection.RATIO_TIME].rename("cudnn_us")
     s = s.join(cudnn, on=["run", "N", "dtype"])
