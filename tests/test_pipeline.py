@@ -259,15 +259,17 @@ def test_paper_stage_table_matches_the_data(built):
 def test_every_table_of_the_paper_is_set_at_8pt_at_least(built):
     """No table is shrunk below 8pt: the paper sets each table of the tables step through \\fittable (never
     \\resizebox), which shrinks a table only where it is wider than the line and stops the build below 8pt; the
-    sizes it logged in this build are read back here (the longtable of predictions breaks across pages at
-    footnotesize, 8pt, and is not boxed)."""
+    sizes it logged in this build are read back here (the longtables of predictions and of the cross-check at the
+    other lengths break across pages at footnotesize, 8pt, and are not boxed)."""
     tex = re.sub(r"(?<!\\)%.*", "", (ROOT / "paper" / "main.tex").read_text())
     assert not re.search(r"\\resizebox\{[^}]*\}\{[^}]*\}\{\\input", tex), "a table shrunk by \\resizebox"
     tables = set(step("paper/tables").TABLES)
     inputs = set(re.findall(r"\\input\{(\w+)\}", tex)) & tables
     boxed = dict(re.findall(r"\\fittable\{(\w+)\}\{\\input\{(\w+)\}\}", tex))
-    assert all(k == v for k, v in boxed.items()) and inputs - set(boxed) == {"predictions"}, (inputs, boxed)
-    assert re.search(r"\{\\footnotesize\s*\\input\{predictions\}\}", tex)
+    long = {"predictions", "crosscheck_n"}
+    assert all(k == v for k, v in boxed.items()) and inputs - set(boxed) == long, (inputs, boxed)
+    for name in long:
+        assert re.search(r"\{\\footnotesize[^{}]*\\input\{" + name + r"\}\}", tex), name
     log = (ROOT / "results" / "paper-build" / "main.log").read_text(errors="replace")
     sizes = {name: float(pt) for name, pt in re.findall(r"^fittable: (\w+) ([\d.]+)pt", log, re.M)}
     assert set(sizes) == set(boxed), (sorted(sizes), sorted(boxed))
