@@ -53,9 +53,9 @@ def values(large_n_table: Path, large_n: Path) -> Values:
                 v.put("ln_step", f"{st}@{n}", "runs", listing(sorted(set(g.index.get_level_values("run")))))
     # Nsight's own run-to-run spread of one kernel's duration (max / min - 1 over the runs that profiled it, percent):
     # \val{ln_spread}{<stage>@<N>}{Time}, for the stages that two or more runs profiled.
-    duration = next(m for m, sh in short_of.items() if sh == "Time")
+    duration = next((m for m, sh in short_of.items() if sh == "Time"), None)   # None: no duration profiled
     for (n, metric), g in per_run.groupby(level=["N", "metric"]):
-        if metric != duration:
+        if duration is None or metric != duration:
             continue
         for st in [s for s in OUR_STAGES if s in g]:
             x = g[st].dropna()
