@@ -461,9 +461,7 @@ def timer_per_gpu(timings: pd.DataFrame) -> pd.DataFrame:
     of the kernels' time and of the SM clock (NaN where the run recorded none), the time and the kernel count, so
     that a cross-check compares the timer with Nsight on the GPU Nsight ran on."""
     ok = timings[timings.status == "ok"].copy()
-    row_gpu = ok["gpu_uuid"].fillna("").astype(str) if "gpu_uuid" in ok else pd.Series("", index=ok.index)
-    step = ok["step_gpu"].fillna("").astype(str) if "step_gpu" in ok else pd.Series("", index=ok.index)
-    ok["gpu"] = row_gpu.where(row_gpu != "", step)
+    ok["gpu"] = row_gpu(ok)
     ok["sm_mhz"] = pd.to_numeric(ok["sm_mhz"], errors="coerce") if "sm_mhz" in ok else float("nan")
     cols = [c for c in ("kernels_us", "time_us", "sm_mhz") if c in ok]
     g = ok.groupby(["run", "key", "gpu"])
