@@ -18,7 +18,7 @@ key block:
 
     s     = q @ k^T                          (tensor cores, float32 accumulate)
     m_new = max(m_i, rowmax(s) * scale)
-    p     = exp(s * scale - m_new)           (one FFMA and one exponential per score)
+    p     = exp(min(s * scale - m_new, 0))   (one FFMA, one FMNMX and one exponential per score)
     alpha = exp(m_i - m_new)
     l_i   = l_i * alpha + rowsum(p)
     acc   = acc * alpha + p.to(fp16/bf16) @ v
@@ -237,6 +237,10 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
         EXP: tl.constexpr = tl.math.exp2
     else:
         EXP: tl.constexpr = tl.exp
+    if LAZY_RESCALE:
+        EXP_BOUND: tl.constexpr = RESCALE_THRESHOLD
+    else:
+        EXP_BOUND: tl.constexpr = 0.0
     if MASKED:
         offs_n = start_n + tl.arange(0, BLOCK_N)
         keep = offs_n[None, :] < N
@@ -262,6 +266,11 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
         x = s - m_new[:, None]
     else:
         x = s * qk_scale - m_new[:, None]
+    # The exponent clamped at its bound (0; RESCALE_THRESHOLD under LAZY_RESCALE): on a GPU x is one FFMA whose
+    # product s * qk_scale is not rounded, while m_new was, so x can exceed the bound by half a unit in the last
+    # place of m_new, which from |m_new| >= 2^28 overflows the 16-bit probabilities (and float32's from 2^31).
+    # NaN propagates (a NaN score keeps its row NaN, as in SDPA); -inf stays -inf (probability 0).
+    x = tl.minimum(x, EXP_BOUND, propagate_nan=tl.PropagateNan.ALL)
     p = EXP(x)
     if not LAZY_RESCALE:
         alpha = EXP(m_i - m_new)

@@ -27,7 +27,7 @@ the running output ``acc``, all in float32 (``kernels.flash_fwd`` gives the deri
 
     s     = q @ k^T                          (warpgroup MMA, float32 accumulate)
     m_new = max(m_i, rowmax(s) * qk_scale)
-    p     = exp2(s * qk_scale - m_new)       (one FFMA and one MUFU.EX2 per score)
+    p     = exp2(min(s * qk_scale - m_new, 0))    (one FFMA, one FMNMX and one MUFU.EX2 per score)
     alpha = exp2(m_i - m_new)
     l_i   = l_i * alpha + rowsum(p)
     acc   = acc * alpha + p.to(fp16/bf16) @ v
@@ -37,6 +37,10 @@ the running output ``acc``, all in float32 (``kernels.flash_fwd`` gives the deri
 (keys of -inf in the inputs) then has a finite ``m_new``, and its probabilities are exp2(-inf) = 0 rather than
 exp2(-inf - (-inf)) = NaN; a row that sees no finite score ends with l_i = 0 and acc = 0, and its output is 0, as
 PyTorch's scaled_dot_product_attention gives (``kernels.flash_fwd`` guards its running maximum the same way).
+The exponent is clamped at 0 ("the clamp"): the FFMA does not round its product s * qk_scale, while ``m_new`` was
+rounded, so without the clamp the exponent of a row's largest score can be half a unit in the last place of
+``m_new`` above 0, which overflows the 16-bit probabilities once |m_new| >= 2^28 (and float32's from 2^31). The
+minimum propagates NaN, so a NaN score keeps its row NaN, as in PyTorch.
 
 The host folds log2(e) into ``qk_scale`` (softmax scale x log2(e)), so the exponential is the hardware's base-2
 one and the scale costs nothing beyond the FFMA that subtracts the maximum. Query head h reads key/value head
@@ -339,6 +343,7 @@ import math
 import re
 
 import triton
+import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
@@ -366,6 +371,8 @@ PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
 # The running maximum's start (see "The algorithm"): finite, and no finite scaled score is below it.
 NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
+# The clamp's minimum propagates NaN (min.NaN.f32): a NaN score keeps its probability NaN.
+NAN_PROPAGATES = gl.constexpr(tl.PropagateNan.ALL)
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
 # consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
 # docstring for why not 128-row K/V blocks, and two_consumers_tile for the choice).
@@ -574,7 +581,7 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
-    p = gl.exp2(s * qk_scale - m_new[:, None])
+    p = gl.exp2(gl.minimum(s * qk_scale - m_new[:, None], 0.0, propagate_nan=NAN_PROPAGATES))     # the clamp
     alpha = gl.exp2(m_i - m_new)
     l_i = l_i * alpha + gl.sum(p, 1)
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
@@ -627,7 +634,7 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
-    p = gl.exp2(s * qk_scale - m_new[:, None])
+    p = gl.exp2(gl.minimum(s * qk_scale - m_new[:, None], 0.0, propagate_nan=NAN_PROPAGATES))     # the clamp
     alpha = gl.exp2(m_i - m_new)
     l_i = l_i * alpha + gl.sum(p, 1)
     return p, alpha, l_i, m_new

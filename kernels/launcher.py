@@ -36,15 +36,14 @@ def max_scaled_scale(D: int) -> float:
     return FP32_MAX / 4 / (D * FP16_MAX * FP16_MAX)
 
 
-# The kernel's domain on a GPU, beyond the scale's bound: every row's largest score q.k x sm_scale x log2(e) below
-# 2^28 in magnitude. The GPU computes a probability as exp2(fma(s, qk_scale, -m)), one FFMA whose product is not
-# rounded, while the row maximum m was rounded to float32: the exponent is off by up to half an ulp of m, the same
-# factor for every probability of the row and block (it cancels in acc / l_i), at most 2^8 below 2^28 (harmless), up
-# to 2^16 from 2^28 on, where the float16 probabilities overflow to inf and the row turns NaN (measured on an H200:
-# data/nvidia-h200/probes/guards-v21, every stage at inputs of magnitude 1e4 and the largest accepted scale).
-# Triton's interpreter rounds the product first, so it is exact there. Checking it would take a pass over q and k on
-# every call; it is documented instead (kernels.attention), and a softmax whose logits reach 2^28 is one-hot anyway.
-SCORE_DOMAIN_LOG2 = 2.0**28
+# The clamp. Scores of any size the scale's bound admits are right: every stage clamps the exponent of each
+# probability at 0 (issue 22; kernels.flash_fwd._softmax_pv, kernels.gluon_fwd). The GPU computes a probability as
+# exp2(fma(s, qk_scale, -m)), one FFMA whose product is not rounded, while the row maximum m was rounded to float32:
+# without the clamp the exponent of the row's largest score is off by up to half an ulp of m, which from |m| >= 2^28
+# (in log-2 units) overflowed the float16 probabilities to inf and turned the row NaN (measured on an H200 before the
+# clamp: data/nvidia-h200/probes/guards-v21, every stage at inputs of magnitude 1e4 and the largest accepted scale).
+# The clamp (min.NaN.f32: a NaN score still gives a NaN row) costs one FMNMX per score. Triton's interpreter rounds
+# the product first, so it never showed the overflow.
 
 
 # PRESCALE_Q (the prescale_q switch, claim C10; in no stage) multiplies Q by the scale at load and rounds the product
@@ -753,9 +752,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     (about 1e26 at D = 128), so that no score of float16-range inputs overflows float32. A variant with prescale_q (no
     stage has it) scales Q at load in 16 bits at the default scale and below; above it the scale goes into the
     float32 scores instead (see prescales_q). Rows that see no finite score (every key masked or -inf) give 0,
-    as PyTorch's scaled_dot_product_attention. On a GPU the output is right while every row's largest score
-    q.k x sm_scale x log2(e) is below 2^28 in magnitude (SCORE_DOMAIN_LOG2; beyond, the probabilities can overflow
-    float16 and the row is NaN: see the note at SCORE_DOMAIN_LOG2).
+    as PyTorch's scaled_dot_product_attention. Scores of any magnitude within that bound are right on a GPU too
+    (every stage clamps the exponent of each probability at 0: see "The clamp" in this module).
 
     Dense memory only: sparse, nested, meta tensors, ZeroTensors and lazy views (a negation or conjugation bit) are
     refused, naming the conversion. Under Triton's interpreter (TRITON_INTERPRET=1, set before triton and kernels

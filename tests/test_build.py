@@ -156,6 +156,20 @@ def test_host_descriptors_drop_the_per_program_descriptor_setup(stages):
         assert after[op] == before[op]
 
 
+def test_every_stage_clamps_the_exponent_of_each_probability(stages):
+    """Issue 22's clamp, in every stage (kernels.launcher's note "The clamp"): each probability's exponent goes
+    through a NaN-propagating minimum (min.NaN.f32 in the PTX, FMNMX.NAN in the SASS) before its MUFU.EX2, so that
+    the FFMA's unrounded product cannot lift the largest probability of a row past 1. One clamp per score: at least
+    half the exponentials (the others are the rescale factors, one per row and step), and none is the plain minimum,
+    which would turn a NaN score into probability 1."""
+    for v in STAGES:
+        code, ptx = sass(v), (artifacts(v) / "kernel.ptx").read_text()
+        clamps, exps = code.count("FMNMX.NAN"), code.count("MUFU.EX2")
+        assert clamps >= exps / 2 > 0, f"{v}: {clamps} FMNMX.NAN for {exps} MUFU.EX2"
+        assert ptx.count("min.NaN.f32") >= clamps / 2, f"{v}: the clamp is not PTX's min.NaN.f32"
+        assert "min.f32" not in ptx and "min.ftz.f32" not in ptx, f"{v}: a minimum that drops NaN"
+
+
 def test_triton_waits_for_every_warpgroup_mma(stages):
     """Why the softmax does not overlap the products in Triton 3.6: after every group of HGMMA the warpgroup waits
     for all of them (WARPGROUP.DEPBAR.LE gsb0, 0x0), even when the loop asks for the next block's scores before the

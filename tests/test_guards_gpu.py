@@ -5,11 +5,11 @@ with TRITON_INTERPRET=0, skipped elsewhere, saying why.
 - key blocks whose scores are all -inf (k[..., 0] = -inf against q[..., 0] > 0), aligned to the stage's own tile,
   and a leading run of them, so that under a causal mask the first rows see no finite score: those rows give what
   PyTorch's SDPA gives (0), no row is NaN, and the others are judged against float64 as everywhere;
-- scores up to the kernel's domain on a GPU (kernels.launcher.SCORE_DOMAIN_LOG2) at the default scale and far above
-  it: finite, and within twice SDPA's error (its scores are float32, as the kernel's); past the domain, NaN rows, as
-  the note at SCORE_DOMAIN_LOG2 explains (a strict xfail). The largest accepted sm_scale
-  (kernels.launcher.max_scaled_scale) only keeps the float32 scores finite: on a GPU, inputs of magnitude 1e4 at that
-  scale are far past the domain.
+- scores of every size up to the largest accepted scale (kernels.launcher's note "The clamp"): 2^7 to 2^100 in log-2
+  units, at scales up to 1e24 times the default, and inputs of magnitude 1e4 at the largest accepted sm_scale
+  (kernels.launcher.max_scaled_scale): finite, and within twice SDPA's error (its scores are float32, as the
+  kernel's). Before the clamp (issue 22), rows turned NaN from 2^28 on: the GPU's FFMA does not round s * scale,
+  and half an ulp of the rounded row maximum overflowed the 16-bit probabilities.
 """
 import math
 import os
@@ -81,31 +81,48 @@ def scaled_to(q, k, scale, row_max_log2):
     return q, k
 
 
-# In the domain (scores below SCORE_DOMAIN_LOG2) at three scales, and beyond it, where the FFMA's unrounded product
-# (kernels.launcher's note at SCORE_DOMAIN_LOG2) is expected to overflow the float16 probabilities: a strict xfail,
-# so that the note's explanation is checked too (it fails, as a test, if a row beyond the domain stays finite).
-DOMAIN_CASES = [pytest.param(1, 2.0**e, id=f"x1-2^{e}") for e in (7, 14)] + [
-    pytest.param(multiple, 2.0**27, id=f"x{multiple:g}-2^27") for multiple in (1, 1e3, 1e6)] + [
-    pytest.param(1, 2.0**31, id="x1-2^31", marks=pytest.mark.xfail(strict=True, reason="beyond the domain"))]
+# Scores of 2^7 to 2^100 (log-2 units): (multiple of the default scale, the largest |score| x log2(e)). From 2^28
+# on these rows were NaN before the clamp (a strict xfail at 2^31 up to run-27).
+SCORE_CASES = [pytest.param(1, 2.0**e, id=f"x1-2^{e}") for e in (7, 14, 27)] + [
+    pytest.param(multiple, 2.0**e, id=f"x{multiple:g}-2^{e}")
+    for multiple, e in ((1e3, 27), (1e6, 27), (1e3, 31), (1e12, 60), (1e24, 100))]
 
 
-@pytest.mark.parametrize("multiple, row_max_log2", DOMAIN_CASES)
+@pytest.mark.parametrize("multiple, row_max_log2", SCORE_CASES)
 @pytest.mark.parametrize("D", [64, 128])
 @pytest.mark.parametrize("stage", sorted(STAGES))
 @torch.no_grad()
-def test_large_scores_within_the_kernels_domain(stage, D, multiple, row_max_log2):
-    """Scores up to 2^7, 2^14 and 2^27 (in log2 units; the domain is below 2^28) at the default scale, and 2^27 at
-    1e3 and 1e6 times it: finite, and within twice SDPA's error; at 2^31, past the domain, NaN rows (the strict
-    xfail). Every stage, v15-v17 included: they no longer round q x scale x log2(e) to 16 bits at load (issue 22;
-    they were a strict xfail here at the default scale, 4.1 to 4.3 times SDPA's error at 2^7 on an H200,
-    data/nvidia-h200/probes/guards-v21). No stage has prescale_q, which still does (PrescaledQWarning)."""
+def test_scores_of_every_size(stage, D, multiple, row_max_log2):
+    """Scores up to 2^7, 2^14 and 2^27 (in log-2 units) at the default scale, and up to 2^100 at up to 1e24 times
+    it: finite, and within twice SDPA's error. Every stage, v15-v17 included: they no longer round
+    q x scale x log2(e) to 16 bits at load (issue 22; they were a strict xfail here at the default scale, 4.1 to 4.3
+    times SDPA's error at 2^7 on an H200, data/nvidia-h200/probes/guards-v21). No stage has prescale_q, which still
+    does (PrescaledQWarning)."""
     scale = multiple / math.sqrt(D)
     q, k, v = inputs(D, seed=7 * D)
     q, k = scaled_to(q, k, scale, row_max_log2)
-    assert row_max_log2 < launcher.SCORE_DOMAIN_LOG2 or row_max_log2 > 4 * launcher.SCORE_DOMAIN_LOG2
     supported(stage, q, k, v, True)
     out = poisoned_like(q)
     attention(q, k, v, causal=True, stage=stage, out=out, sm_scale=scale)
     assert torch.isfinite(out).all(), f"{stage} D={D}: non-finite rows at sm_scale={scale:.3g}"
     verdict = judge(out, reference_attention(q, k, v, causal=True, sm_scale=scale), sdpa(q, k, v, True, scale))
+    assert verdict["ok"], f"{stage} D={D} sm_scale={scale:.3g}: {verdict}"
+
+
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("stage", sorted(STAGES))
+@torch.no_grad()
+def test_the_largest_accepted_scale(stage, D):
+    """Inputs of magnitude 1e4 at the largest sm_scale the kernel accepts (kernels.launcher.max_scaled_scale): scores
+    near float32's largest. Finite, and within twice SDPA's error (NaN rows in every stage before the clamp)."""
+    scale = 0.999 * launcher.max_scaled_scale(D) / launcher.LOG2E
+    q, k, v = inputs(D, seed=11 * D, magnitude=1e4)
+    supported(stage, q, k, v, True)
+    out = poisoned_like(q)
+    attention(q, k, v, causal=True, stage=stage, out=out, sm_scale=scale)
+    assert torch.isfinite(out).all(), f"{stage} D={D}: non-finite rows at the largest accepted scale"
+    torch_out = sdpa(q, k, v, True, scale)
+    # Where SDPA's own scores overflow, its error is no bound: the fixed tolerance of 16-bit operands is used instead.
+    verdict = judge(out, reference_attention(q, k, v, causal=True, sm_scale=scale),
+                    torch_out if torch.isfinite(torch_out).all() else None)
     assert verdict["ok"], f"{stage} D={D} sm_scale={scale:.3g}: {verdict}"

@@ -11,6 +11,9 @@
 #   PROJECT_COMMIT=<sha> OUT=<folder> WHEELS=.whl bash workflow/scripts/tools/run_parts.sh run-25 1
 #
 # $WHEELS holds the wheels the machine lacks (Snakemake's and the lock's others), installed once into $SITE (/tmp/site).
+# GPU_TESTS (optional): pytest files run on the GPU after the part's Snakemake (TRITON_INTERPRET=0, within the
+# command's 600 s: killed at GPU_TESTS_END s after the start, 590 unless set), their logs and the kernels' source
+# hashes written to $OUT/gpu-tests-$RUN/ (a probe folder: README and seal are added where it is committed).
 set -u
 RUN=$1 PART=$2
 WHEELS=${WHEELS:-.whl} SITE=${SITE:-/tmp/site} GPU=${GPU:-nvidia-h200} LIMIT=${LIMIT:-555}
@@ -51,6 +54,17 @@ if [ -d "$S" ]; then
   tar czf "$OUT/staging-$RUN.tar.gz" "$S" "$S.commit" .snakemake/metadata && ls -la "$OUT/staging-$RUN.tar.gz"
 fi
 tar czf "$OUT/logs-part$PART.tar.gz" .snakemake/log/*.log $(ls "$S"/*/*.log 2>/dev/null) 2>/dev/null
+if [ -n "${GPU_TESTS:-}" ]; then
+  G="$OUT/gpu-tests-$RUN"; mkdir -p "$G"
+  sha256sum kernels/*.py > "$G/kernel_sha256.txt"; echo "$PROJECT_COMMIT" > "$G/commit.txt"
+  for f in $GPU_TESTS; do
+    left=$(( ${GPU_TESTS_END:-590} - ($(date +%s) - t0) ))
+    [ "$left" -gt 20 ] || { echo "no time left for $f" | tee -a "$G/skipped.txt"; continue; }
+    log="$G/pytest-$(basename "$f" .py).log"
+    TRITON_INTERPRET=0 timeout -s KILL "$left" python3 -m pytest -q -p no:cacheprovider "$f" > "$log" 2>&1
+    echo "$f rc=$? ($left s allowed)"; tail -2 "$log"
+  done
+fi
 if [ "$PART" = 3 ] && [ -f "data/$GPU/$RUN/SHA256SUMS" ]; then
   tar czf "$OUT/$RUN.tar.gz" "data/$GPU/$RUN" && ls -la "$OUT/$RUN.tar.gz"
 fi
