@@ -84,7 +84,7 @@ def ours_table(ours_stages: Path, predictions: Path, build: Path, out: Path) -> 
                  & (pred.compared_to == prev)]
         rows.append({
             "stage": st, "switch": tex_escape(", ".join(added)),
-            r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max()),
+            r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max(), runs=g.run.nunique()),
             r"\% cuDNN": fmt(g.pct_cudnn.median()), r"\% FA2": fmt(g.pct_flash.median()),
             "regs": fmt(regs(st)),
             r"predicted \%": (f"{p.low_pct.iloc[0]:+g}..{p.high_pct.iloc[0]:+g}" if len(p) else "--"),
@@ -124,7 +124,7 @@ def per_n_table(per_n: Path, best_per_n: Path, out: Path) -> None:
             rf"{lead} $\mu$s": fmt(last.time_us.median(), 1),
             r"cuDNN $\mu$s": fmt(med("torch-cudnn", "time_us"), 1),
             r"FA2 $\mu$s": fmt(med("torch-flash", "time_us"), 1),
-            r"$\times$ cuDNN [runs]": _range(x.median(), x.min(), x.max(), 2),
+            r"$\times$ cuDNN [runs]": _range(x.median(), x.min(), x.max(), 2, runs=x.notna().sum()),
             r"$\times$ FA2": fmt(flash.median(), 2),
             "TFLOP/s": fmt(last.tflops.median()),
             r"\% roof (cuDNN)": f"{fmt(last.pct_roof.median())} ({fmt(med('torch-cudnn', 'pct_roof'))})",
@@ -194,7 +194,7 @@ def predictions_table(predictions: Path, out: Path) -> None:
         "stage": p.stage, "against": p.compared_to.map(lambda v: "cuDNN" if v == "torch-cudnn" else v),
         "quantity": p.quantity.map(lambda v: q.get(v, tex_escape(v))), "N": p.N.astype(str),
         r"predicted \%": [f"{lo:+g}..{hi:+g}" for lo, hi in zip(p.low_pct, p.high_pct)],
-        r"measured \% [runs]": [_range(m, lo, hi) if r else "--" for m, lo, hi, r in
+        r"measured \% [runs]": [_range(m, lo, hi, runs=r) if r else "--" for m, lo, hi, r in
                                  zip(p.measured_pct, p.lo_pct, p.hi_pct, p.runs)],
         "runs": p.runs.astype(str), "verdict": p.verdict,
     })
