@@ -36,10 +36,13 @@ def signed(x, nd: int = 1) -> str:
     return no_minus_zero(f"{x:+.{nd}f}")
 
 
-def span(med, lo, hi, nd: int = 1) -> str:
-    """'median [lowest, highest]' (a comma, not a dash, so that a negative bound keeps its sign); the median alone
-    when lowest and highest are equal."""
-    return f"{fixed(med, nd)} [{fixed(lo, nd)}, {fixed(hi, nd)}]" if lo != hi else fixed(med, nd)
+def span(med, lo, hi, nd: int = 1, runs: int | None = None) -> str:
+    """'median [lowest, highest]' over runs (a comma, not a dash, so that a negative bound keeps its sign), the
+    brackets written even where the runs agree ('23.9 [23.9, 23.9]'), so that a median of several runs never reads
+    as one run's figure; the figure alone only for a single run (runs == 1)."""
+    if runs is not None and int(runs) == 1:
+        return fixed(med, nd)
+    return f"{fixed(med, nd)} [{fixed(lo, nd)}, {fixed(hi, nd)}]"
 
 
 def escape(s) -> str:

@@ -33,6 +33,37 @@ def start(smk) -> SimpleNamespace:
     return SimpleNamespace(input=smk.input, out=Path(smk.output.pdf).with_suffix(""))
 
 
+def run_order(runs) -> list:
+    """Run names in the order they were made: by their number (run-6-x2 ... run-17-x2, run-18 ...), not as text."""
+    return sorted(set(runs), key=lambda r: (int(str(r).split("-")[1]), str(r)))
+
+
+def run_colors(runs, cmap: str = "viridis") -> dict:
+    """One colour per run from a sequential colormap, in run order (oldest dark, newest light): a figure that colours
+    its points by run says so with run_colorbar, whose ticks name every run."""
+    order = run_order(runs)
+    cm = plt.get_cmap(cmap)
+    # the colormap's palest end left out, so that the newest run still shows on a white page
+    return {r: cm(0.9 * i / max(len(order) - 1, 1)) for i, r in enumerate(order)}
+
+
+def run_colorbar(fig, ax, colors: dict, **kw):
+    """A colourbar beside `ax` of the runs coloured by run_colors, one step per run, each step named."""
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+    order = list(colors)
+    cm = ListedColormap([colors[r] for r in order])
+    sm = plt.cm.ScalarMappable(cmap=cm, norm=BoundaryNorm(range(len(order) + 1), len(order)))
+    bar = fig.colorbar(sm, ax=ax, ticks=[i + 0.5 for i in range(len(order))], **kw)
+    if bar.orientation == "vertical":
+        bar.ax.set_yticklabels(order)
+        bar.ax.invert_yaxis()               # the oldest run at the top, as a legend reads
+    else:
+        bar.ax.set_xticklabels(order, rotation=90)
+    bar.ax.tick_params(labelsize=6, length=0)
+    bar.outline.set_visible(False)
+    return bar
+
+
 def leader(path) -> str:
     """Our leading stage (the `leader` row of results/aggregate/leader.csv)."""
     t = pd.read_csv(path)

@@ -8,7 +8,7 @@ import pytest
 from steps import step
 
 from pipeline import captions
-from pipeline.latex import escape, html_table, tex_to_text, write_table
+from pipeline.latex import escape, html_table, span, tex_to_text, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "workflow" / "scripts" / "paper"
@@ -58,3 +58,12 @@ def test_a_table_is_written_as_tex_and_as_html_beside_it(tmp_path):
     page = (tmp_path / "t.html").read_text()
     assert "<th>time \u00b5s</th>" in page and '<td class="r">&lt;2&gt;</td>' in page and "a_b" in page
     assert html_table(df, "rl", title="t") == page
+
+
+def test_a_span_over_runs_that_agree_keeps_its_brackets():
+    """A median over several runs is written with its range even where the runs agree (two runs of 23.92: not a bare
+    23.9, which reads as one run's figure); only a single run's figure stands alone."""
+    assert span(23.92, 23.92, 23.92, runs=2) == "23.9 [23.9, 23.9]"
+    assert span(23.92, 23.92, 23.92) == "23.9 [23.9, 23.9]"
+    assert span(23.92, 23.92, 23.92, runs=1) == "23.9"
+    assert span(-1.0, -2.25, 0.5, 2, runs=5) == "-1.00 [-2.25, 0.50]"

@@ -6,9 +6,11 @@
   TFLOP/s, percent of the matrix roof measured in the same run (ceilings: a float16/bfloat16 matmul), and the
   ratio to cuDNN's time in the same run;
 - best_per_n.csv: at each N and dtype, the fastest of our stages (lowest median over its runs of its within-run
-  ratio to cuDNN), that ratio, the last and the leading stage's, and the twin band of the ratio at that N and dtype
-  alone: how far PyTorch's default SDPA and SDPA forced to cuDNN (the same cuDNN kernel on the H200) differ from
-  each other in a run there; the leading stage is level with cuDNN within that band, faster or behind outside it;
+  ratio to cuDNN), that ratio, the last and the leading stage's, and the leading stage's standing against cuDNN there
+  (faster, level or behind) by the paper's one rule for a change over runs (pipeline.noise.moved: the median of the
+  per-run changes beyond NEGLIGIBLE_PCT and a sign test over the runs that timed both), with the per-run changes'
+  median, the runs faster and the runs paired; the same rule applied to the twins, PyTorch's default SDPA against SDPA
+  forced to cuDNN (the same cuDNN kernel on the H200), whose standing should be level;
 - leader.csv: our Triton stages (v8 ... v18) timed at every N of the sweep, by the geometric mean of their ratio to
   cuDNN over the N and dtypes; the first is the leading stage, the one the paper's Triton sections follow across
   lengths and layouts (our last stage need not be our fastest); its column `leader` says so, as per_n.csv's and
@@ -28,6 +30,7 @@ time the column selection.RATIO_TIME (the kernels alone: cuDNN's call also launc
 the times in microseconds are time_us.
 """
 
+import statistics
 import sys
 
 import numpy as np
@@ -35,7 +38,7 @@ import pandas as pd
 
 from kernels.shapes import attention_flops
 
-from pipeline import selection
+from pipeline import noise, selection
 
 SHOWN = [selection.FINAL] + selection.OUR_STAGES
 
@@ -86,29 +89,37 @@ def per_n(pr: pd.DataFrame, ceilings: pd.DataFrame) -> pd.DataFrame:
     return s.drop(columns=["B", "H", "D", "causal"]).sort_values(["dtype", "N", "variant", "run"])
 
 
-def twin_pct(same: pd.DataFrame) -> float:
-    """The twin band of one N and dtype, in %: the most by which PyTorch's default SDPA and SDPA forced to cuDNN (the
-    same cuDNN kernel on the H200) differ from each other in a run, over the runs that timed both at that N and
-    dtype (`same`: one row per run, one column per variant, each the run's RATIO_TIME). NaN where no run timed both."""
-    if "torch-default" not in same or "torch-cudnn" not in same:
-        return float("nan")
-    twin = (same["torch-default"] / same["torch-cudnn"] - 1).abs().dropna()
-    return 100 * float(twin.max()) if len(twin) else float("nan")
+def paired(same: pd.DataFrame, entry: str, against: str = "torch-cudnn") -> dict:
+    """`entry` against `against` at one N and dtype, paired by run (`same`: one row per run, one column per variant,
+    each the run's RATIO_TIME): the per-run changes in percent (each taken within a run) over the runs that timed
+    both, their median, how many runs are faster and how many there are, and the standing by pipeline.noise's rule
+    (standing). Empty ('' and NaN) where no run timed both."""
+    both = entry in same and against in same
+    change = (100 * (same[entry] / same[against] - 1)).dropna() if both else pd.Series(dtype=float)
+    return dict(change_pct=float(change.median()) if len(change) else float("nan"),
+                faster_runs=int((change < 0).sum()), runs=len(change),
+                sign_p=noise.sign_test_p(change) if len(change) else float("nan"), standing=standing(change))
 
 
-def standing(x: float, band_pct: float) -> str:
-    """Our time over cuDNN's, x, against the twin band of its own N and dtype: 'level' within band_pct of 1,
-    'faster' below it, 'behind' above it."""
-    if abs(x - 1) <= band_pct / 100 + 1e-12:        # on the band's edge (up to float rounding): level
+def standing(change_pct) -> str:
+    """Per-run changes in percent (one entry against another, each within a run) by the paper's one rule for a change
+    over runs (pipeline.noise.moved): 'faster' or 'behind' where they have moved, by the sign of their median;
+    'level' where they have not; '' where there is none. No band from the spread of the runs enters: runs that all
+    fall one way have moved however widely they spread, and runs scattered on both sides of zero have not."""
+    change = [float(c) for c in change_pct]
+    if not change:
+        return ""
+    if not noise.moved(change):
         return "level"
-    return "faster" if x < 1 else "behind"
+    return "faster" if statistics.median(change) < 0 else "behind"
 
 
 def best_per_n(p: pd.DataFrame, lead: str, last: str) -> pd.DataFrame:
     """At each N and dtype, our stage with the lowest ratio to cuDNN: each stage's ratios are taken within a run and
     their median is over the runs that hold the stage (a stage measured in fewer runs carries that run's noise);
-    the last stage's and the leading stage's ratios beside it, the twin band of that N and dtype alone (twin_pct),
-    and the leading stage's standing against cuDNN by that band."""
+    the last stage's and the leading stage's ratios beside it, the leading stage's standing against cuDNN there by
+    the paired rule (standing), and the same rule applied to the twins (PyTorch's default SDPA against SDPA forced to
+    cuDNN, the same kernel)."""
     rows = []
     for (dtype, N), g in p.groupby(["dtype", "N"]):
         ours = g[g.variant.isin(selection.OUR_STAGES)]
@@ -118,13 +129,15 @@ def best_per_n(p: pd.DataFrame, lead: str, last: str) -> pd.DataFrame:
         best = med.idxmin()
         b = ours[ours.variant == best]
         same = g.pivot_table(index="run", columns="variant", values=selection.RATIO_TIME, aggfunc="median")
-        band = twin_pct(same)
-        lead_x = med.get(lead, float("nan"))
+        ld, tw = paired(same, lead), paired(same, "torch-default")
         rows.append(dict(dtype=dtype, N=int(N), best=best, time_us=b.time_us.median(), x_cudnn=b.x_cudnn.median(),
                          x_lo=b.x_cudnn.min(), x_hi=b.x_cudnn.max(), runs=b.run.nunique(),
                          last=last, last_x_cudnn=med.get(last, float("nan")),
-                         leader=lead, leader_x_cudnn=lead_x, twin_pct=band,
-                         leader_standing=standing(lead_x, band) if not pd.isna(lead_x) else ""))
+                         leader=lead, leader_x_cudnn=med.get(lead, float("nan")),
+                         leader_change_pct=ld["change_pct"], leader_faster_runs=ld["faster_runs"],
+                         leader_paired_runs=ld["runs"], leader_sign_p=ld["sign_p"], leader_standing=ld["standing"],
+                         twin_change_pct=tw["change_pct"], twin_faster_runs=tw["faster_runs"],
+                         twin_paired_runs=tw["runs"], twin_standing=tw["standing"]))
     return pd.DataFrame(rows)
 
 

@@ -14,7 +14,8 @@
 - ours.tex: the article's last stage and ours beyond it at the headline: the switch, time, percent of cuDNN and of
   FlashAttention-2, registers and shared memory, and the prediction against the measurement;
 - per_n.tex: our leading Triton stage (the fastest Triton stage across lengths) against cuDNN and FlashAttention-2 at each N,
-  float16 and bfloat16, the ratios of the kernels alone (selection.RATIO_TIME), with each N's twin band;
+  float16 and bfloat16, the ratios of the kernels alone (selection.RATIO_TIME), with its standing against cuDNN by
+  the paired rule (pipeline.noise), the runs in which it was faster and the runs behind its medians;
 - predictions.tex: every prediction written before a stage was measured, beside the measurement;
 - variation.tex: at each N of the sweep, the samples per repeat and repeats per run behind each median, and the
   run-to-run variation of the stages' and backends' times and of the ratios to cuDNN;
@@ -83,7 +84,7 @@ def ours_table(ours_stages: Path, predictions: Path, build: Path, out: Path) -> 
                  & (pred.compared_to == prev)]
         rows.append({
             "stage": st, "switch": tex_escape(", ".join(added)),
-            r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max()),
+            r"$\mu$s [runs]": _range(g.time_us.median(), g.time_us.min(), g.time_us.max(), runs=g.run.nunique()),
             r"\% cuDNN": fmt(g.pct_cudnn.median()), r"\% FA2": fmt(g.pct_flash.median()),
             "regs": fmt(regs(st)),
             r"predicted \%": (f"{p.low_pct.iloc[0]:+g}..{p.high_pct.iloc[0]:+g}" if len(p) else "--"),
@@ -92,6 +93,16 @@ def ours_table(ours_stages: Path, predictions: Path, build: Path, out: Path) -> 
             "runs": str(g.run.nunique()),
         })
     latex(pd.DataFrame(rows), out, "llrrrrrrlr")
+
+
+def standing_cell(b: pd.Series, runs: int) -> str:
+    """The leading stage's standing against cuDNN at one N and dtype by the paired rule (best_per_n.csv), with the runs
+    in which it was faster of those that timed both: 'behind 0/15'; where fewer than the `runs` that hold the stage
+    timed cuDNN beside it, those too ('behind 0/14 of 15')."""
+    if not isinstance(b.leader_standing, str) or not b.leader_standing:
+        return "--"
+    paired = int(b.leader_paired_runs)
+    return f"{b.leader_standing} {int(b.leader_faster_runs)}/{paired}" + (f" of {runs}" if paired != runs else "")
 
 
 def per_n_table(per_n: Path, best_per_n: Path, out: Path) -> None:
@@ -113,16 +124,16 @@ def per_n_table(per_n: Path, best_per_n: Path, out: Path) -> None:
             rf"{lead} $\mu$s": fmt(last.time_us.median(), 1),
             r"cuDNN $\mu$s": fmt(med("torch-cudnn", "time_us"), 1),
             r"FA2 $\mu$s": fmt(med("torch-flash", "time_us"), 1),
-            r"$\times$ cuDNN [runs]": _range(x.median(), x.min(), x.max(), 2),
+            r"$\times$ cuDNN [runs]": _range(x.median(), x.min(), x.max(), 2, runs=x.notna().sum()),
             r"$\times$ FA2": fmt(flash.median(), 2),
-            "TFLOP/s": fmt(last.tflops.median()), r"\% roof": fmt(last.pct_roof.median()),
-            r"cuDNN \% roof": fmt(med("torch-cudnn", "pct_roof")),
-            "runs": str(last.run.nunique()),
+            "TFLOP/s": fmt(last.tflops.median()),
+            r"\% roof (cuDNN)": f"{fmt(last.pct_roof.median())} ({fmt(med('torch-cudnn', 'pct_roof'))})",
             "best of ours": (f"{best.loc[(dtype, N), 'best']} ({fmt(best.loc[(dtype, N), 'x_cudnn'], 2)})"
                              if (dtype, N) in best.index else "--"),
-            r"twin \%": fmt(best.loc[(dtype, N), "twin_pct"], 1) if (dtype, N) in best.index else "--",
+            r"vs cuDNN": (standing_cell(best.loc[(dtype, N)], last.run.nunique())
+                                 if (dtype, N) in best.index else "--"),
         })
-    latex(pd.DataFrame(rows), out, "lrrrrrrrrrrlr")
+    latex(pd.DataFrame(rows), out, "lrrrrrrrrll")
 
 
 def _lohi(lo, hi, nd: int = 0) -> str:
@@ -183,7 +194,7 @@ def predictions_table(predictions: Path, out: Path) -> None:
         "stage": p.stage, "against": p.compared_to.map(lambda v: "cuDNN" if v == "torch-cudnn" else v),
         "quantity": p.quantity.map(lambda v: q.get(v, tex_escape(v))), "N": p.N.astype(str),
         r"predicted \%": [f"{lo:+g}..{hi:+g}" for lo, hi in zip(p.low_pct, p.high_pct)],
-        r"measured \% [runs]": [_range(m, lo, hi) if r else "--" for m, lo, hi, r in
+        r"measured \% [runs]": [_range(m, lo, hi, runs=r) if r else "--" for m, lo, hi, r in
                                  zip(p.measured_pct, p.lo_pct, p.hi_pct, p.runs)],
         "runs": p.runs.astype(str), "verdict": p.verdict,
     })
