@@ -29,7 +29,9 @@ def moved(diffs, negligible: float = NEGLIGIBLE_PCT, alpha: float = ALPHA) -> bo
     SIGN_TEST_MIN_RUNS runs, the sign test's p below `alpha` (fewer runs cannot reach it: the size alone). The
     spread of the runs enters only through how many of them fall on each side of zero."""
     diffs = list(diffs)
-    if not diffs or abs(statistics.median(diffs)) <= negligible:
+    # rounded first: a change of exactly `negligible` computed in floating point (99 / 100 - 1 = -1.0000000000000009%)
+    # is no change
+    if not diffs or round(abs(statistics.median(diffs)), 9) <= negligible:
         return False
     if len(diffs) < SIGN_TEST_MIN_RUNS:
         return True

@@ -65,6 +65,7 @@ def test_the_sign_test():
     assert not claims.moved([-2.0] * 11 + [3.0] * 4)       # 11 of 15: p = 0.12
     assert claims.moved([-2.0] * 12 + [3.0] * 2)           # 12 of 14: p = 0.013
     assert not claims.moved([-0.8] * 12)                   # every run, but within NEGLIGIBLE_PCT: no change
+    assert not claims.moved([100 * (99 / 100 - 1)] * 12)   # exactly NEGLIGIBLE_PCT, however the division rounds
 
 
 def test_a_run_alone_is_judged_by_size():
