@@ -36,14 +36,16 @@ def max_scaled_scale(D: int) -> float:
     return FP32_MAX / 4 / (D * FP16_MAX * FP16_MAX)
 
 
-# The clamp. Scores of any size the scale's bound admits are right: every stage clamps the exponent of each
-# probability at 0 (issue 22; kernels.flash_fwd._softmax_pv, kernels.gluon_fwd). The GPU computes a probability as
-# exp2(fma(s, qk_scale, -m)), one FFMA whose product is not rounded, while the row maximum m was rounded to float32:
-# without the clamp the exponent of the row's largest score is off by up to half an ulp of m, which from |m| >= 2^28
-# (in log-2 units) overflowed the float16 probabilities to inf and turned the row NaN (measured on an H200 before the
-# clamp: data/nvidia-h200/probes/guards-v21, every stage at inputs of magnitude 1e4 and the largest accepted scale).
-# The clamp (min.NaN.f32: a NaN score still gives a NaN row) costs one FMNMX per score. Triton's interpreter rounds
-# the product first, so it never showed the overflow.
+# The clamp. So that scores of any size the scale's bound admits are right, every stage clamps the exponent of each
+# probability at 0 (at RESCALE_THRESHOLD under lazy_rescale; issue 22; kernels.flash_fwd._softmax_pv,
+# kernels.gluon_fwd). The GPU computes a probability as exp2(fma(s, qk_scale, -m)), one FFMA whose product is not
+# rounded, while the row maximum m was rounded to float32: without the clamp the exponent of the row's largest score
+# is off by up to half an ulp of m, which from |m| >= 2^28 (in log-2 units) overflowed the float16 probabilities to
+# inf and turned the row NaN (measured on an H200 before the clamp: data/nvidia-h200/probes/guards-v21, every stage at
+# inputs of magnitude 1e4 and the largest accepted scale). The clamp (min.NaN.f32: a NaN score still gives a NaN row)
+# costs one FMNMX per score. Triton's interpreter rounds the product first, so it never showed the overflow. The GPU
+# test of such scores (tests/test_guards_gpu.py) is still to run at the clamp's source:
+# data/nvidia-h200/probes/gpu-tests-28 ran out of time before it.
 
 
 # PRESCALE_Q (the prescale_q switch, claim C10; in no stage) multiplies Q by the scale at load and rounds the product
@@ -752,8 +754,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     (about 1e26 at D = 128), so that no score of float16-range inputs overflows float32. A variant with prescale_q (no
     stage has it) scales Q at load in 16 bits at the default scale and below; above it the scale goes into the
     float32 scores instead (see prescales_q). Rows that see no finite score (every key masked or -inf) give 0,
-    as PyTorch's scaled_dot_product_attention. Scores of any magnitude within that bound are right on a GPU too
-    (every stage clamps the exponent of each probability at 0: see "The clamp" in this module).
+    as PyTorch's scaled_dot_product_attention. Scores of any magnitude within that bound are meant to be right on a
+    GPU too (every stage clamps the exponent of each probability at 0: see "The clamp" in this module).
 
     Dense memory only: sparse, nested, meta tensors, ZeroTensors and lazy views (a negation or conjugation bit) are
     refused, naming the conversion. Under Triton's interpreter (TRITON_INTERPRET=1, set before triton and kernels

@@ -7,8 +7,8 @@ the ALU pipe's share of active cycles before and after (alu_before, alu_after); 
 before the change (data/predictions/probes.csv, probe exp_clamp), its range (pred) and whether the timer's change
 fell in it (held). The two runs ran on different H200s: cuDNN's and the article's v7's changes, which the clamp
 does not move or moves by one instruction in a loop of many others, are the control; the Gluon stages' timer
-changes at N = 512 to 4096 are summarised by their median and range (ClampGluonMedian, ClampGluonMin,
-ClampGluonMax)."""
+changes at N = 512 to 4096 (ClampShortFrom, ClampShortTo) are summarised by their median and range (ClampGluonMedian,
+ClampGluonMin, ClampGluonMax)."""
 import sys
 from pathlib import Path
 
@@ -48,6 +48,8 @@ def values(per_run: Path, large_n: Path, predictions: Path) -> Values:
             v.put("clamp", key(var, n), "timer", pct(t.loc[(var, n), AFTER], t.loc[(var, n), BEFORE]))
     change = 100 * (t[AFTER] / t[BEFORE] - 1)
     gluon = change[[var in GLUON_STAGES and n in SHORT for var, n in change.index]]
+    v.macro("ClampShortFrom", min(SHORT))
+    v.macro("ClampShortTo", max(SHORT))
     v.macro("ClampGluonMedian", f"{gluon.median():+.1f}")
     v.macro("ClampGluonMin", f"{gluon.min():+.1f}")
     v.macro("ClampGluonMax", f"{gluon.max():+.1f}")
