@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from pipeline.selection import run_number
+
 matplotlib.use("Agg")
 
 # One colour per PyTorch backend in every figure; our leading stage (or last) is orange.
@@ -35,7 +37,7 @@ def start(smk) -> SimpleNamespace:
 
 def run_order(runs) -> list:
     """Run names in the order they were made: by their number (run-6-x2 ... run-17-x2, run-18 ...), not as text."""
-    return sorted(set(runs), key=lambda r: (int(str(r).split("-")[1]), str(r)))
+    return sorted(set(runs), key=lambda r: (run_number(str(r)), str(r)))
 
 
 def run_colors(runs, cmap: str = "viridis") -> dict:

@@ -90,6 +90,8 @@ rule tables:
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
 GLUON_GRID = f"{DATA}/run-28"     # the newest GPU verification of the Gluon kernel's current source (run-28's verify step)
+CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
+CLAMP_AFTER = f"{DATA}/run-28"
 PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
 PROBE_HOST = f"{DATA}/probes/host-cost"
 PROBE_V23 = f"{DATA}/probes/v23-check"      # v23's first GPU check: its own tile and v22's, beside v22
@@ -134,7 +136,8 @@ VALUES = {
     "state": dict(per_run=rules.aggregate.output.per_run, timings=rules.aggregate.output.timings),
     "steady": dict(timings=rules.aggregate.output.timings),
     "clamp": dict(per_run=rules.aggregate.output.per_run, large_n=rules.aggregate.output.large_n,
-                  predictions="data/predictions/probes.csv"),
+                  predictions="data/predictions/probes.csv", plan_before=f"{CLAMP_BEFORE}/plan.yaml",
+                  plan_after=f"{CLAMP_AFTER}/plan.yaml"),
     "xcause": dict(seal_file=f"{PROBE_XCAUSE}/SHA256SUMS", cause=f"{PROBE_XCAUSE}/crosscheck_cause.csv"),
     "settle": dict(seal_file=f"{PROBE_SETTLE}/SHA256SUMS", cause=f"{PROBE_SETTLE}/crosscheck_cause.csv"),
     "v29check": dict(seal_file=f"{PROBE_V29}/SHA256SUMS", correctness=f"{PROBE_V29}/verify/correctness.csv",
