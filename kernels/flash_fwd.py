@@ -173,6 +173,24 @@ RESCALE_THRESHOLD = tl.constexpr(8.0)
 # The running maximum's start (see the module's notes on -inf scores): finite, and no finite scaled score is below it.
 NO_SCORE = tl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 
+# The block maximum's lowering (see the module's notes on the clamp): from |m| >= LOWERED_FROM a block's rounded
+# maximum is moved at least one unit in the last place down, by the factor 1 - LOWERING (1 + LOWERING below 0), so
+# that it lies below the exact product s * scale of the row's largest score.
+LOWERED_FROM = tl.constexpr(2.0**24)
+LOWERING = tl.constexpr(2.0**-23)
+
+
+@triton.jit
+def _lowered(m):
+    """A block's row maxima m = rowmax(s) * scale, each moved at least one unit in its last place down where
+    |m| >= LOWERED_FROM (m * (1 - 2^-23) is m - |m| * 2^-23 rounded, and |m| * 2^-23 is at least that unit), so that
+    m lies below the exact product of the row's largest score, which the exponent's FFMA does not round: the clamp
+    then gives that score the probability 1, where half a unit of a rounded m (8 and more from 2^27) could leave it
+    2^-8 and less, 0 in 16 bits from 2^28. Below LOWERED_FROM m is kept (half a unit is at most 1/2 there, and the
+    weights of the other scores keep their accuracy); +-inf and NaN are kept."""
+    down = tl.where(m >= 0, m * (1.0 - LOWERING), m * (1.0 + LOWERING))
+    return tl.where(tl.abs(m) >= LOWERED_FROM, down, m)
+
 
 @triton.jit
 def _load_k(k_src, start_n, N, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
@@ -248,9 +266,9 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         s = tl.where(keep, s, float("-inf"))
     if PRESCALE_Q:  # q was scaled at load
-        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_new = tl.maximum(m_i, _lowered(tl.max(s, 1)))
     else:
-        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        m_new = tl.maximum(m_i, _lowered(tl.max(s, 1) * qk_scale))
     if LAZY_RESCALE:
         # Keep the old maxima (and skip the rescale of acc) unless some row's maximum grew by more than
         # RESCALE_THRESHOLD in log units: the probabilities are then at most 2**8 (exp2) instead of 1, which float32
@@ -268,8 +286,9 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
         x = s * qk_scale - m_new[:, None]
     # The exponent clamped at its bound (0; RESCALE_THRESHOLD under LAZY_RESCALE): on a GPU x is one FFMA whose
     # product s * qk_scale is not rounded, while m_new was, so x can exceed the bound by half a unit in the last
-    # place of m_new, which from |m_new| >= 2^28 overflows the 16-bit probabilities (and float32's from 2^31).
-    # NaN propagates (a NaN score keeps its row NaN, as in SDPA); -inf stays -inf (probability 0).
+    # place of m_new, which from |m_new| >= 2^28 overflows the 16-bit probabilities (and float32's from 2^31). Below
+    # the bound by as much it underflows them: `_lowered` puts m_new below the largest score's exact product, and the
+    # clamp then gives that score the bound exactly. NaN propagates (a NaN score keeps its row NaN, as in SDPA); -inf stays -inf (probability 0).
     x = tl.minimum(x, EXP_BOUND, propagate_nan=tl.PropagateNan.ALL)
     p = EXP(x)
     if not LAZY_RESCALE:

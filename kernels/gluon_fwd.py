@@ -351,6 +351,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton import knobs
 
+from kernels import flash_fwd
+
 LOG2E = math.log2(math.e)
 NUM_WARPS = 4               # one warpgroup: the kernel's layouts assume it
 SUPPORTED_BLOCK_M = (64, 128)
@@ -373,6 +375,9 @@ _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the ke
 NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 # The clamp's minimum propagates NaN (min.NaN.f32): a NaN score keeps its probability NaN.
 NAN_PROPAGATES = gl.constexpr(tl.PropagateNan.ALL)
+# The block maximum's lowering (kernels.flash_fwd's `_lowered`, whose bounds these are).
+LOWERED_FROM = gl.constexpr(flash_fwd.LOWERED_FROM.value)
+LOWERING = gl.constexpr(flash_fwd.LOWERING.value)
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
 # consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
 # docstring for why not 128-row K/V blocks, and two_consumers_tile for the choice).
@@ -518,6 +523,15 @@ def _issue_load(desc, smem, bars, j, n_total, kv_b, kv_h, BLOCK_N: gl.constexpr,
 
 
 @gluon.jit
+def _lowered(m):
+    """A block's row maxima moved at least one unit in the last place down from |m| >= 2^24, as kernels.flash_fwd's
+    `_lowered` does (its docstring says why): below the exact product of the row's largest score, so that the clamp
+    gives that score the probability 1 however large the scores."""
+    down = gl.where(m >= 0, m * (1.0 - LOWERING), m * (1.0 + LOWERING))
+    return gl.where(gl.abs(m) >= LOWERED_FROM, down, m)
+
+
+@gluon.jit
 def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, j, n_total,
                kv_b, kv_h, offs_m, N, qk_scale,
                MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
@@ -580,7 +594,7 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
         else:
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+    m_new = gl.maximum(m_i, _lowered(gl.max(s, 1) * qk_scale))
     p = gl.exp2(gl.minimum(s * qk_scale - m_new[:, None], 0.0, propagate_nan=NAN_PROPAGATES))     # the clamp
     alpha = gl.exp2(m_i - m_new)
     l_i = l_i * alpha + gl.sum(p, 1)
@@ -633,7 +647,7 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
         else:
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+    m_new = gl.maximum(m_i, _lowered(gl.max(s, 1) * qk_scale))
     p = gl.exp2(gl.minimum(s * qk_scale - m_new[:, None], 0.0, propagate_nan=NAN_PROPAGATES))     # the clamp
     alpha = gl.exp2(m_i - m_new)
     l_i = l_i * alpha + gl.sum(p, 1)
