@@ -38,14 +38,18 @@ def max_scaled_scale(D: int) -> float:
 
 # The clamp. So that scores of any size the scale's bound admits are right, every stage clamps the exponent of each
 # probability at 0 (at RESCALE_THRESHOLD under lazy_rescale; issue 22; kernels.flash_fwd._softmax_pv,
-# kernels.gluon_fwd). The GPU computes a probability as exp2(fma(s, qk_scale, -m)), one FFMA whose product is not
-# rounded, while the row maximum m was rounded to float32: without the clamp the exponent of the row's largest score
-# is off by up to half an ulp of m, which from |m| >= 2^28 (in log-2 units) overflowed the float16 probabilities to
-# inf and turned the row NaN (measured on an H200 before the clamp: data/nvidia-h200/probes/guards-v21, every stage at
-# inputs of magnitude 1e4 and the largest accepted scale). The clamp (min.NaN.f32: a NaN score still gives a NaN row)
-# costs one FMNMX per score. Triton's interpreter rounds the product first, so it never showed the overflow. The GPU
-# test of such scores (tests/test_guards_gpu.py) is still to run at the clamp's source:
-# data/nvidia-h200/probes/gpu-tests-28 ran out of time before it.
+# kernels.gluon_fwd) and lowers each block's row maximum below its largest score's exact product (`_lowered` in both
+# kernels). The GPU computes a probability as exp2(fma(s, qk_scale, -m)), one FFMA whose product is not rounded,
+# while the row maximum m was rounded to float32: the exponent of the row's largest score is then off by up to half an
+# ulp of m either way. Above 0 it overflowed the float16 probabilities to inf from |m| >= 2^28 (in log-2 units) and
+# turned the row NaN (measured on an H200 before the clamp: data/nvidia-h200/probes/guards-v21); below 0 it
+# underflowed the largest probability to 0 from 2^29 and gave a finite row of zeros (measured with the clamp alone:
+# data/nvidia-h200/probes/guards-underflow). The clamp (min.NaN.f32: a NaN score still gives a NaN row) costs one
+# FMNMX per score; the lowering, m x (1 -+ 2^-23) from |m| >= 2^24, at least one ulp, costs a few instructions per
+# row and block, and makes the largest score's exponent positive, so that the clamp gives it exactly 0. Triton's
+# interpreter rounds the product first, so it showed neither; tests/test_lowered_max.py emulates the FFMA exactly,
+# and tests/test_guards_gpu.py passed every case on an H200 at the lowered source
+# (data/nvidia-h200/probes/lowered-check).
 
 
 # PRESCALE_Q (the prescale_q switch, claim C10; in no stage) multiplies Q by the scale at load and rounds the product

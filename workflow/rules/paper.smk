@@ -89,7 +89,7 @@ rule tables:
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
-GLUON_GRID = f"{DATA}/run-28"     # the newest GPU verification of the Gluon kernel's current source (run-28's verify step)
+GLUON_GRID = f"{DATA}/probes/lowered-check"   # the newest GPU verification of the Gluon kernel's current source (its verify step)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
 PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
@@ -104,6 +104,9 @@ PROBE_REP28 = f"{DATA}/probes/v28-repeats"     # six passes of v27, v28 and cuDN
 PROBE_SETTLE = f"{DATA}/probes/settle-cause"    # the timer cooled and settled against Nsight at N = 8192, 16384
 PROBE_V29 = f"{DATA}/probes/v29-check"       # v29 verified and timed before its run (run-26)
 PROBE_COLD28 = f"{DATA}/probes/v28-cold"       # Nsight's warp states at N = 512, every cache flushed or none
+PROBE_LOWERED = f"{DATA}/probes/lowered-check"  # the lowered maximum: guards' GPU test, verify grid, cost A/B
+PROBE_VOTE = f"{DATA}/probes/clamp-vote"        # the clamp behind a warp vote against v29's clamp, A/B
+PROBE_UNDERFLOW = f"{DATA}/probes/guards-underflow"   # the clamp alone: large-score cases that failed
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -139,6 +142,8 @@ VALUES = {
                   predictions="data/predictions/probes.csv", plan_before=f"{CLAMP_BEFORE}/plan.yaml",
                   plan_after=f"{CLAMP_AFTER}/plan.yaml"),
     "xcause": dict(seal_file=f"{PROBE_XCAUSE}/SHA256SUMS", cause=f"{PROBE_XCAUSE}/crosscheck_cause.csv"),
+    "lowered": dict(lowered_seal=f"{PROBE_LOWERED}/SHA256SUMS", vote_seal=f"{PROBE_VOTE}/SHA256SUMS",
+                    underflow_seal=f"{PROBE_UNDERFLOW}/SHA256SUMS", predictions="data/predictions/probes.csv"),
     "settle": dict(seal_file=f"{PROBE_SETTLE}/SHA256SUMS", cause=f"{PROBE_SETTLE}/crosscheck_cause.csv"),
     "v29check": dict(seal_file=f"{PROBE_V29}/SHA256SUMS", correctness=f"{PROBE_V29}/verify/correctness.csv",
                      timing=f"{PROBE_V29}/timing.csv"),
@@ -176,7 +181,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23, "xcause": PROBE_XCAUSE,
           "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28,
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
-          "v29check": PROBE_V29}
+          "v29check": PROBE_V29, "lowered": PROBE_LOWERED}
 
 
 rule values:

@@ -1,0 +1,111 @@
+"""The paper's numbers on issue 22's lowered block maximum (kernels.flash_fwd._lowered) and on the clamp behind a
+warp vote, from three probes on one H200 each (workflow/rules/paper.smk: PROBE_LOWERED, PROBE_VOTE, PROBE_UNDERFLOW;
+their READMEs say what ran):
+
+- the clamp alone: the large-score cases of the guards' GPU test that failed, with the output's relative error from
+  float64 (UnderflowFailed, UnderflowCases, UnderflowErrMin, UnderflowErrMax) and SDPA's on the same inputs
+  (UnderflowSdpaErrMax);
+- the lowering: the guards' GPU test at its source (LoweredGuardsPassed, LoweredGuardsFailed) and the verify grid
+  (LoweredCases, LoweredWrong), and each entry's change in time from the sources before it (A) to the sources with
+  it (B), the median of B's repeats over the median of A's, in percent (\\val{lowered}{<entry>@<N>}{change}), with
+  the committed prediction (data/predictions/probes.csv, probe lowered_max: pred, held);
+- the vote: the same for v29 with the clamp behind a warp vote (B) against the clamp on every score (A)
+  (\\val{vote}{<entry>@<N>}{change}, pred, held; probe clamp_vote).
+
+Each A/B probe ran its processes in turn, A1 B1 A2 B2 ... on one GPU; cuDNN, which neither source touches, is timed
+in each as the control.
+"""
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import seal
+from pipeline.latex import Values, fixed
+
+PREDICTED = {"lowered": "lowered_max", "vote": "clamp_vote"}     # table -> the probe's name in probes.csv
+
+
+def key(variant: str, n: int) -> str:
+    return f"{variant.removeprefix('torch-')}@{n}"
+
+
+def pytest_counts(log: Path) -> dict:
+    """passed and failed of a pytest log's summary line (0 where it names none); refused without one."""
+    lines = [line for line in Path(log).read_text().splitlines() if re.match(r"=+ .* in [\d.]+s", line)]
+    if not lines:
+        raise ValueError(f"{log}: no pytest summary line (a run cut short)")
+    found = dict((word, int(n)) for n, word in re.findall(r"(\d+) (passed|failed)", lines[-1]))
+    return {word: found.get(word, 0) for word in ("passed", "failed")}
+
+
+def ab_change(folder: Path) -> pd.Series:
+    """Per (variant, N): 100 x (median of B's times / median of A's - 1) over the folder's timing-A*/B* files."""
+    rows = []
+    for f in sorted(Path(folder).glob("timing-[AB]*.csv")):
+        t = pd.read_csv(f)
+        if (t.status != "ok").any():
+            raise ValueError(f"{f}: an entry not ok: {t[t.status != 'ok'][['variant', 'N', 'status']].values.tolist()}")
+        rows.append(t.assign(side=f.stem.split("-")[1][0]))
+    t = pd.concat(rows)
+    med = t.pivot_table(index=["variant", "N"], columns="side", values="time_us", aggfunc="median")
+    if med.isna().any().any() or set(med.columns) != {"A", "B"}:
+        raise ValueError(f"{folder}: every entry needs both A and B timings")
+    return 100 * (med["B"] / med["A"] - 1)
+
+
+def signed(pct: float) -> str:
+    """A predicted bound in percent with its sign (0 without one)."""
+    return f"{pct:+g}" if pct else "0"
+
+
+def put_changes(v: Values, table: str, change: pd.Series, predictions: pd.DataFrame) -> None:
+    for (var, n), pct in change.items():
+        v.put(table, key(var, n), "change", f"{pct:+.1f}")
+    pred = predictions[predictions.probe == PREDICTED[table]]
+    if pred.empty:
+        raise ValueError(f"no {PREDICTED[table]} prediction in data/predictions/probes.csv")
+    for row in pred.itertuples():
+        stage = row.variant.split("+")[0]
+        if (stage, row.N) not in change.index:
+            raise ValueError(f"{PREDICTED[table]} predicts {row.variant} at N = {row.N}, which the probe did not time")
+        pct = change[(stage, row.N)]
+        v.put(table, key(stage, row.N), "pred", f"{signed(row.low_pct)} to {signed(row.high_pct)}")
+        v.put(table, key(stage, row.N), "held", "held" if row.low_pct <= pct <= row.high_pct else "missed")
+
+
+def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, predictions: Path) -> Values:
+    lowered, vote, underflow = (Path(f).parent for f in (lowered_seal, vote_seal, underflow_seal))
+    for folder in (lowered, vote, underflow):
+        seal.verify(folder)
+    v = Values("lowered")
+
+    before = Path(underflow / "pytest-large-scores-vote.log").read_text()
+    counts = pytest_counts(underflow / "pytest-large-scores-vote.log")
+    v.macro("UnderflowFailed", counts["failed"])
+    v.macro("UnderflowCases", counts["passed"] + counts["failed"])
+    errs = [float(e) for e in re.findall(r"'rel_error': ([\d.e+-]+)", before)]
+    sdpa = [float(e) for e in re.findall(r"'pytorch_rel_error': ([\d.e+-]+)", before)]
+    if len(errs) != counts["failed"] or len(sdpa) != counts["failed"]:
+        raise ValueError(f"{underflow}: {len(errs)} errors read for {counts['failed']} failed cases")
+    v.macro("UnderflowErrMin", fixed(min(errs), 2))
+    v.macro("UnderflowErrMax", fixed(max(errs), 2))
+    v.macro("UnderflowSdpaErrMax", fixed(max(sdpa), 1))
+
+    counts = pytest_counts(lowered / "pytest-guards.log")
+    v.macro("LoweredGuardsPassed", counts["passed"])
+    v.macro("LoweredGuardsFailed", counts["failed"])
+    grid = pd.read_csv(lowered / "verify" / "correctness.csv")
+    v.macro("LoweredCases", len(grid))
+    v.macro("LoweredWrong", int((grid.status == "WRONG").sum()))
+
+    pred = pd.read_csv(predictions)
+    put_changes(v, "lowered", ab_change(lowered), pred)
+    put_changes(v, "vote", ab_change(vote), pred)
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
