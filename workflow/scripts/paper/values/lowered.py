@@ -24,8 +24,6 @@ import pandas as pd
 from pipeline import seal
 from pipeline.latex import Values, fixed
 
-PREDICTED = {"lowered": "lowered_max", "vote": "clamp_vote"}     # table -> the probe's name in probes.csv
-
 
 def key(variant: str, n: int) -> str:
     return f"{variant.removeprefix('torch-')}@{n}"
@@ -60,19 +58,21 @@ def signed(pct: float) -> str:
     return f"{pct:+g}" if pct else "0"
 
 
-def put_changes(v: Values, table: str, change: pd.Series, predictions: pd.DataFrame) -> None:
-    for (var, n), pct in change.items():
-        v.put(table, key(var, n), "change", f"{pct:+.1f}")
-    pred = predictions[predictions.probe == PREDICTED[table]]
+def changes(probe: str, change: pd.Series, predictions: pd.DataFrame) -> list:
+    """(row, column, text) of each entry's change, and of each prediction of `probe` (its range, and whether the
+    change fell in it)."""
+    out = [(key(var, n), "change", f"{pct:+.1f}") for (var, n), pct in change.items()]
+    pred = predictions[predictions.probe == probe]
     if pred.empty:
-        raise ValueError(f"no {PREDICTED[table]} prediction in data/predictions/probes.csv")
+        raise ValueError(f"no {probe} prediction in data/predictions/probes.csv")
     for row in pred.itertuples():
         stage = row.variant.split("+")[0]
         if (stage, row.N) not in change.index:
-            raise ValueError(f"{PREDICTED[table]} predicts {row.variant} at N = {row.N}, which the probe did not time")
+            raise ValueError(f"{probe} predicts {row.variant} at N = {row.N}, which the probe did not time")
         pct = change[(stage, row.N)]
-        v.put(table, key(stage, row.N), "pred", f"{signed(row.low_pct)} to {signed(row.high_pct)}")
-        v.put(table, key(stage, row.N), "held", "held" if row.low_pct <= pct <= row.high_pct else "missed")
+        out.append((key(stage, row.N), "pred", f"{signed(row.low_pct)} to {signed(row.high_pct)}"))
+        out.append((key(stage, row.N), "held", "held" if row.low_pct <= pct <= row.high_pct else "missed"))
+    return out
 
 
 def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, predictions: Path) -> Values:
@@ -101,8 +101,10 @@ def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, prediction
     v.macro("LoweredWrong", int((grid.status == "WRONG").sum()))
 
     pred = pd.read_csv(predictions)
-    put_changes(v, "lowered", ab_change(lowered), pred)
-    put_changes(v, "vote", ab_change(vote), pred)
+    for row, column, text in changes("lowered_max", ab_change(lowered), pred):
+        v.put("lowered", row, column, text)
+    for row, column, text in changes("clamp_vote", ab_change(vote), pred):
+        v.put("vote", row, column, text)
     return v
 
 
