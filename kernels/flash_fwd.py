@@ -166,9 +166,12 @@ POINTERS = tl.constexpr(0)      # tiles of pointers: tl.load / tl.store with bou
 PROGRAM_TMA = tl.constexpr(1)   # TMA descriptors of this head's (N, HEAD_DIM) matrices, made by each program
 HOST_TMA = tl.constexpr(2)      # TMA descriptors of the whole (B, heads, N, HEAD_DIM) tensors, made on the host
 
-# LAZY_RESCALE: the growth of a row's running maximum (in the exponent's units: log2 with USE_EXP2, else natural
-# log) below which acc and l_i are not rescaled (FlashAttention-4's conditional rescaling; 8 = a factor 256 with exp2).
+# LAZY_RESCALE: the growth of a row's running maximum below which acc and l_i are not rescaled (FlashAttention-4's
+# conditional rescaling): a factor of 2^8, 8 in the exponent's units with USE_EXP2 (log2), 8 ln 2 without (natural
+# log). It is also the clamp's bound there, so that the largest probability of a row whose maximum was lowered
+# (`_lowered`) is 2^8 (to float32's rounding of 8 ln 2), exact in 16 bits and so the same in P as in the row sum.
 RESCALE_THRESHOLD = tl.constexpr(8.0)
+RESCALE_THRESHOLD_LN = tl.constexpr(8.0 * 0.6931471805599453)
 
 # The running maximum's start (see the module's notes on -inf scores): finite, and no finite scaled score is below it.
 NO_SCORE = tl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
@@ -253,10 +256,12 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
     if USE_EXP2:
         # The host folded log2(e) into qk_scale: the scores are in base-2 units and ex2 is one instruction.
         EXP: tl.constexpr = tl.math.exp2
+        GROWTH: tl.constexpr = RESCALE_THRESHOLD
     else:
         EXP: tl.constexpr = tl.exp
+        GROWTH: tl.constexpr = RESCALE_THRESHOLD_LN
     if LAZY_RESCALE:
-        EXP_BOUND: tl.constexpr = RESCALE_THRESHOLD
+        EXP_BOUND: tl.constexpr = GROWTH
     else:
         EXP_BOUND: tl.constexpr = 0.0
     if MASKED:
@@ -273,7 +278,7 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
         # Keep the old maxima (and skip the rescale of acc) unless some row's maximum grew by more than
         # RESCALE_THRESHOLD in log units: the probabilities are then at most 2**8 (exp2) instead of 1, which float32
         # sums and 16-bit P hold without loss. One decision for the whole block, so the branch is uniform.
-        grew = tl.where(m_new > m_i + RESCALE_THRESHOLD, 1, 0)
+        grew = tl.where(m_new > m_i + GROWTH, 1, 0)
         if tl.max(grew, 0) > 0:
             alpha = EXP(m_i - m_new)
             acc = acc * alpha[:, None]

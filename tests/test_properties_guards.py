@@ -22,7 +22,7 @@ import os
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kernels import attention, plain_attention, reference_attention
@@ -144,6 +144,10 @@ def test_every_accepted_scale(switches, tile, shape, data):
 @SETTINGS
 @given(switches=variants, tile=tiles, shape=shapes, magnitude=st.floats(0, math.log10(launcher.FP16_MAX)),
        near_limit=st.floats(0, 1))
+# Found by CI after the lowered maximum (issue 22): lazy_rescale with the natural exponential clamped the lowered
+# largest score at e^8, which 16 bits round (3.3e-4 from float64, where SDPA is exact); its bound is 2^8 since.
+@example(switches=frozenset(["grid_order", "causal_skip", "two_phase", "lazy_rescale"]), tile=None,
+         shape=dict(B=1, H_kv=1, group=1, N=1, D=16, causal=False, seed=0), magnitude=0.0, near_limit=0.0)
 def test_inputs_of_any_float16_magnitude_at_the_largest_scales(switches, tile, shape, magnitude, near_limit):
     """q and k of magnitude up to float16's largest (65504) at scales from 1e-6 of the largest accepted one to it:
     the float32 scores cannot overflow (the bound on sm_scale, kernels.launcher.max_scaled_scale), and the output
