@@ -49,7 +49,11 @@ def max_scaled_scale(D: int) -> float:
 # row and block, and makes the largest score's exponent positive, so that the clamp gives it exactly 0. Triton's
 # interpreter rounds the product first, so it showed neither; tests/test_lowered_max.py emulates the FFMA exactly,
 # and tests/test_guards_gpu.py passed every case on an H200 at the lowered source
-# (data/nvidia-h200/probes/lowered-check).
+# (data/nvidia-h200/probes/lowered-check). A wrong answer remains (issue 22, open): from |m| >= 2^24 every score
+# within about one ulp of m of the largest gets probability 1 too, so keys that near-tie at such scores (8 log-2 units
+# apart at 2^26) are weighted alike (tests/test_lowered_max.py, a strict xfail). The clamp alone had the like on a GPU
+# (the largest probability cut to 1 where the FFMA's residual lifted it). The fix is a running maximum kept exactly:
+# m and the residual of its product, subtracted from every exponent (one FADD per score in place of the clamp).
 
 
 # PRESCALE_Q (the prescale_q switch, claim C10; in no stage) multiplies Q by the scale at load and rounds the product
