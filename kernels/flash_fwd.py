@@ -242,7 +242,7 @@ def _load_v(v_src, start_n, N, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, HEAD
 
 
 @triton.jit
-def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
+def _softmax_pv(acc, l_i, m_i, r_i, s, v_src, start_n, offs_m, N, qk_scale,
                 MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
                 MEMORY: tl.constexpr, USE_EXP2: tl.constexpr, PRESCALE_Q: tl.constexpr,
                 LAZY_RESCALE: tl.constexpr, NO_EXTRA_CASTS: tl.constexpr):
@@ -270,34 +270,43 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
         if IS_CAUSAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         s = tl.where(keep, s, float("-inf"))
-    if PRESCALE_Q:  # q was scaled at load
-        m_new = tl.maximum(m_i, _lowered(tl.max(s, 1)))
+    # The running maximum kept exactly, as m + r: m the rounded product rowmax(s) * qk_scale, r its residual
+    # fma(rowmax(s), qk_scale, -m), exact on a GPU (0 where the product is exact, or not finite). Each exponent is
+    # fma(s, qk_scale, -m) - r: the FFMA rounds s * qk_scale - m once, and that is at most r wherever s is at most the
+    # row's largest score, so every exponent is at most 0 (the bound under LAZY_RESCALE) with no clamp, and the
+    # largest score's is exactly 0: no overflow of the 16-bit probabilities at any accepted scale, no underflow of the
+    # largest, and near-ties keep their weights (issue 22). NaN propagates (a NaN score keeps its row NaN, as in
+    # SDPA); -inf stays -inf (probability 0).
+    if PRESCALE_Q:  # q was scaled at load: the scores are the products, already rounded
+        m_blk = tl.max(s, 1)
+        r_blk = tl.zeros_like(m_blk)
     else:
-        m_new = tl.maximum(m_i, _lowered(tl.max(s, 1) * qk_scale))
+        s_max = tl.max(s, 1)
+        m_blk = s_max * qk_scale
+        r_blk = tl.where(tl.abs(m_blk) < float("inf"), tl.fma(s_max, qk_scale, -m_blk), 0.0)
+    take = (m_blk > m_i) | ((m_blk == m_i) & (r_blk > r_i))
+    m_new = tl.where(take, m_blk, m_i)
+    r_new = tl.where(take, r_blk, r_i)
     if LAZY_RESCALE:
         # Keep the old maxima (and skip the rescale of acc) unless some row's maximum grew by more than
         # RESCALE_THRESHOLD in log units: the probabilities are then at most 2**8 (exp2) instead of 1, which float32
         # sums and 16-bit P hold without loss. One decision for the whole block, so the branch is uniform.
-        grew = tl.where(m_new > m_i + GROWTH, 1, 0)
+        grew = tl.where((m_new - m_i) + (r_new - r_i) > GROWTH, 1, 0)
         if tl.max(grew, 0) > 0:
-            alpha = EXP(m_i - m_new)
+            alpha = EXP((m_i - m_new) + (r_i - r_new))
             acc = acc * alpha[:, None]
             l_i = l_i * alpha
             m_i = m_new
+            r_i = r_new
         m_new = m_i
+        r_new = r_i
     if PRESCALE_Q:
         x = s - m_new[:, None]
     else:
-        x = s * qk_scale - m_new[:, None]
-    # The exponent clamped at its bound (0; RESCALE_THRESHOLD under LAZY_RESCALE): on a GPU x is one FFMA whose
-    # product s * qk_scale is not rounded, while m_new was, so x can exceed the bound by half a unit in the last
-    # place of m_new, which from |m_new| >= 2^28 overflows the 16-bit probabilities (and float32's from 2^31). Below
-    # the bound by as much it underflows them: `_lowered` puts m_new below the largest score's exact product, and the
-    # clamp then gives that score the bound exactly. NaN propagates (a NaN score keeps its row NaN, as in SDPA); -inf stays -inf (probability 0).
-    x = tl.minimum(x, EXP_BOUND, propagate_nan=tl.PropagateNan.ALL)
+        x = (s * qk_scale - m_new[:, None]) - r_new[:, None]
     p = EXP(x)
     if not LAZY_RESCALE:
-        alpha = EXP(m_i - m_new)
+        alpha = EXP((m_i - m_new) + (r_i - r_new))
     v = _load_v(v_src, start_n, N, MASKED, BLOCK_N, HEAD_DIM, MEMORY)
     p_lo = p.to(v.dtype)
     if LAZY_RESCALE:
@@ -309,11 +318,11 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
             l_i = l_i * alpha + tl.sum(p_lo.to(tl.float32), 1)   # the row sum of P rounded to 16 bits and back
         acc = acc * alpha[:, None]
     acc = tl.dot(p_lo, v, acc)
-    return acc, l_i, m_new
+    return acc, l_i, m_new, r_new
 
 
 @triton.jit
-def _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, lo, hi, N, qk_scale,
+def _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, lo, hi, N, qk_scale,
               MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
               MEMORY: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, OVERLAP_QK: tl.constexpr,
               USE_EXP2: tl.constexpr, PRESCALE_Q: tl.constexpr, LAZY_RESCALE: tl.constexpr,
@@ -334,21 +343,21 @@ def _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, lo, hi, N, qk_scale,
                 start_n = tl.multiple_of(start_n, BLOCK_N)
                 k = _load_k(k_src, start_n + BLOCK_N, N, MASKED, BLOCK_N, HEAD_DIM, MEMORY)
                 s_next = tl.dot(q, k)
-                acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
+                acc, l_i, m_i, r_i = _softmax_pv(acc, l_i, m_i, r_i, s, v_src, start_n, offs_m, N, qk_scale,
                                             MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, MEMORY,
                                             USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
                 s = s_next
-            acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, last, offs_m, N, qk_scale,
+            acc, l_i, m_i, r_i = _softmax_pv(acc, l_i, m_i, r_i, s, v_src, last, offs_m, N, qk_scale,
                                         MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, MEMORY,
                                         USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
     else:
         for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
             start_n = tl.multiple_of(start_n, BLOCK_N)
             s = tl.dot(q, _load_k(k_src, start_n, N, MASKED, BLOCK_N, HEAD_DIM, MEMORY))
-            acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
+            acc, l_i, m_i, r_i = _softmax_pv(acc, l_i, m_i, r_i, s, v_src, start_n, offs_m, N, qk_scale,
                                         MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, MEMORY,
                                         USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
-    return acc, l_i, m_i
+    return acc, l_i, m_i, r_i
 
 
 @triton.jit
@@ -455,6 +464,7 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], NO_SCORE, dtype=tl.float32)    # not -inf: the guard of rows without a finite score
+    r_i = tl.zeros([BLOCK_M], dtype=tl.float32)               # the residual of m_i's product (see `_softmax_pv`)
 
     # The loop shape: the key blocks [0, hi), masked where they must be.
     if IS_CAUSAL and CAUSAL_SKIP:
@@ -469,14 +479,14 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
         else:
             # Only a ragged last block needs the mask (keys past N).
             split = N // BLOCK_N * BLOCK_N
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, 0, split, N, qk_scale, False, IS_CAUSAL,
+        acc, l_i, m_i, r_i = _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, 0, split, N, qk_scale, False, IS_CAUSAL,
                                   BLOCK_N, HEAD_DIM, MEMORY, WARP_SPECIALIZE, OVERLAP_QK,
                                   USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, split, hi, N, qk_scale, True, IS_CAUSAL,
+        acc, l_i, m_i, r_i = _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, split, hi, N, qk_scale, True, IS_CAUSAL,
                                   BLOCK_N, HEAD_DIM, MEMORY, WARP_SPECIALIZE, OVERLAP_QK,
                                   USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
     else:
-        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL,
+        acc, l_i, m_i, r_i = _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL,
                                   BLOCK_N, HEAD_DIM, MEMORY, WARP_SPECIALIZE, OVERLAP_QK,
                                   USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
 
