@@ -12,28 +12,36 @@ The algorithm
 -------------
 
 A program owns BLOCK_M rows of Q of one (batch, head). It walks the keys and values BLOCK_N rows at a time and
-keeps, per query row, the running maximum ``m_i`` of the scaled scores, the running sum ``l_i`` of their
-exponentials and the running output ``acc``, all in float32. One step of this online softmax, on the scores of one
+keeps, per query row, the running maximum ``m_i`` of the scores, the running sum ``l_i`` of the exponentials of the
+scaled scores and the running output ``acc``, all in float32. One step of this online softmax, on the scores of one
 key block:
 
     s     = q @ k^T                          (tensor cores, float32 accumulate)
-    m_new = max(m_i, rowmax(s) * scale)
-    p     = exp(min(s * scale - m_new, 0))   (one FFMA, one FMNMX and one exponential per score)
-    alpha = exp(m_i - m_new)
+    m_new = max(m_i, rowmax(s))
+    m, r  = m_new * scale rounded, and its rounding error fma(m_new, scale, -m)     (per row)
+    p     = exp(fma(s, scale, -m) - r)       (one FFMA, one FADD and one exponential per score)
+    alpha = exp(fma(m_i, scale, -m) - r)
     l_i   = l_i * alpha + rowsum(p)
     acc   = acc * alpha + p.to(fp16/bf16) @ v
     out   = acc / l_i                        (after the last step)
 
 Subtracting the running maximum keeps every exponential at most 1, and ``alpha`` corrects what was summed under an
-older, smaller maximum; up to rounding the result is softmax(q k^T * scale) v. Neither the N x N scores nor the
-probabilities are ever written to memory: a step's tiles live in registers and shared memory, and the program reads
-its Q once, each K and V tile once, and writes its O once. Grouped-query attention: query head h reads key/value
-head h // (H / H_kv); K and V are never repeated.
+older, smaller maximum; up to rounding the result is softmax(q k^T * scale) v. The scaled maximum is the exact
+product as the pair m + r (r, the error of a float32 product, is itself a float32), so that every exponent is at
+most 0, and 0 for the row's largest score, with no clamp: the FFMA rounds s * scale - m once, to at most r wherever
+s is at most m_new, and subtracting r then leaves at most 0. A rounded maximum alone, as FlashAttention keeps it,
+puts the exponent of the largest score up to half a unit in the last place of m above 0 or below it: from |m| >=
+2^28 (scores that large are accepted, kernels.launcher.max_scaled_scale) that overflows the 16-bit probabilities
+above and underflows the largest below, and clamping or lowering m weights near-ties alike (issue 22).
+
+Neither the N x N scores nor the probabilities are ever written to memory: a step's tiles live in registers and
+shared memory, and the program reads its Q once, each K and V tile once, and writes its O once. Grouped-query
+attention: query head h reads key/value head h // (H / H_kv); K and V are never repeated.
 
 Scores of -inf (keys masked, or -inf in the inputs) are guarded as FlashAttention guards them, at no cost in the
-loop: ``m_i`` starts at NO_SCORE, the most negative finite float32, instead of -inf, so that ``m_new`` is finite for
-a row whose scores so far are all -inf (a whole key block of them, or every key it sees), and ``s * scale - m_new``
-is then -inf (probability 0) instead of -inf - (-inf) = NaN; ``alpha`` = exp(NO_SCORE - m_new) multiplies acc = 0
+loop: ``m_i`` starts at NO_SCORE, the most negative finite float32, instead of -inf, and its scaled value m is not
+below NO_SCORE, so that m is finite for a row whose scores so far are all -inf (a whole key block of them, or every
+key it sees), and the exponent is then -inf (probability 0) instead of -inf - (-inf) = NaN; ``alpha`` multiplies acc = 0
 and l_i = 0 when a finite score first comes (and is 0 itself unless that score is near NO_SCORE; a difference that
 overflows float32 is -inf, whose exponential, 0, is the right limit: m_new is the maximum, so no difference
 overflows upwards). A row that sees no finite score at all ends with l_i = 0 and acc = 0, and its output is 0, as
@@ -168,31 +176,36 @@ HOST_TMA = tl.constexpr(2)      # TMA descriptors of the whole (B, heads, N, HEA
 
 # LAZY_RESCALE: the growth of a row's running maximum below which acc and l_i are not rescaled (FlashAttention-4's
 # conditional rescaling): a factor of 2^8, 8 in the exponent's units with USE_EXP2 (log2), 8 ln 2 without (natural
-# log). It is also the clamp's bound there, so that the largest probability of a row whose maximum was lowered
-# (`_lowered`) is 2^8 (to float32's rounding of 8 ln 2), exact in 16 bits and so the same in P as in the row sum.
+# log). It bounds the exponents there, so that a probability is at most 2^8 (to float32's rounding of 8 ln 2),
+# exact in 16 bits where it is the largest.
 RESCALE_THRESHOLD = tl.constexpr(8.0)
 RESCALE_THRESHOLD_LN = tl.constexpr(8.0 * 0.6931471805599453)
 
 # The running maximum's start (see the module's notes on -inf scores): finite, and no finite scaled score is below it.
 NO_SCORE = tl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 
-# The block maximum's lowering (see the module's notes on the clamp): from |m| >= LOWERED_FROM a block's rounded
-# maximum is moved at least one unit in the last place down, by the factor 1 - LOWERING (1 + LOWERING below 0), so
-# that it lies below the exact product s * scale of the row's largest score.
-LOWERED_FROM = tl.constexpr(2.0**24)
-LOWERING = tl.constexpr(2.0**-23)
+@triton.jit
+def _scaled_max(m_i, qk_scale, PRESCALE_Q: tl.constexpr):
+    """The running maximum m_i of the scores (q k^T, or of Q scaled at load under PRESCALE_Q) in the exponent's
+    units, exactly, as the pair (m, r): m = m_i * qk_scale rounded to float32, not below NO_SCORE, and r =
+    fma(m_i, qk_scale, -m) the product's rounding error, which float32 holds exactly (0 where the product is not
+    finite). See the module's notes on the exponent."""
+    if PRESCALE_Q:  # the scores are already the products, rounded
+        return m_i, tl.zeros_like(m_i)
+    product = m_i * qk_scale
+    m = tl.maximum(product, NO_SCORE)     # NO_SCORE * qk_scale overflows to -inf where qk_scale > 1
+    r = tl.where(tl.abs(product) < float("inf"), tl.fma(m_i, qk_scale, -m), 0.0)
+    return m, r
 
 
 @triton.jit
-def _lowered(m):
-    """A block's row maxima m = rowmax(s) * scale, each moved at least one unit in its last place down where
-    |m| >= LOWERED_FROM (m * (1 - 2^-23) is m - |m| * 2^-23 rounded, and |m| * 2^-23 is at least that unit), so that
-    m lies below the exact product of the row's largest score, which the exponent's FFMA does not round: the clamp
-    then gives that score the probability 1, where half a unit of a rounded m (8 and more from 2^27) could leave it
-    2^-8 and less, 0 in 16 bits from 2^28. Below LOWERED_FROM m is kept (half a unit is at most 1/2 there, and the
-    weights of the other scores keep their accuracy); +-inf and NaN are kept."""
-    down = tl.where(m >= 0, m * (1.0 - LOWERING), m * (1.0 + LOWERING))
-    return tl.where(tl.abs(m) >= LOWERED_FROM, down, m)
+def _exponent(s, m, r, qk_scale, PRESCALE_Q: tl.constexpr):
+    """s * qk_scale - (m + r), rounded twice and never above the exact value's bound: the FFMA rounds
+    s * qk_scale - m once, which is at most r wherever s is at most the maximum (r is a float32), and subtracting r
+    leaves at most 0, exactly 0 for the maximum itself."""
+    if PRESCALE_Q:
+        return s - m
+    return tl.fma(s, qk_scale, -m) - r
 
 
 @triton.jit
@@ -242,7 +255,7 @@ def _load_v(v_src, start_n, N, MASKED: tl.constexpr, BLOCK_N: tl.constexpr, HEAD
 
 
 @triton.jit
-def _softmax_pv(acc, l_i, m_i, r_i, s, v_src, start_n, offs_m, N, qk_scale,
+def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
                 MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
                 MEMORY: tl.constexpr, USE_EXP2: tl.constexpr, PRESCALE_Q: tl.constexpr,
                 LAZY_RESCALE: tl.constexpr, NO_EXTRA_CASTS: tl.constexpr):
@@ -260,53 +273,35 @@ def _softmax_pv(acc, l_i, m_i, r_i, s, v_src, start_n, offs_m, N, qk_scale,
     else:
         EXP: tl.constexpr = tl.exp
         GROWTH: tl.constexpr = RESCALE_THRESHOLD_LN
-    if LAZY_RESCALE:
-        EXP_BOUND: tl.constexpr = GROWTH
-    else:
-        EXP_BOUND: tl.constexpr = 0.0
     if MASKED:
         offs_n = start_n + tl.arange(0, BLOCK_N)
         keep = offs_n[None, :] < N
         if IS_CAUSAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         s = tl.where(keep, s, float("-inf"))
-    # The running maximum kept exactly, as m + r: m the rounded product rowmax(s) * qk_scale, r its residual
-    # fma(rowmax(s), qk_scale, -m), exact on a GPU (0 where the product is exact, or not finite). Each exponent is
-    # fma(s, qk_scale, -m) - r: the FFMA rounds s * qk_scale - m once, and that is at most r wherever s is at most the
-    # row's largest score, so every exponent is at most 0 (the bound under LAZY_RESCALE) with no clamp, and the
-    # largest score's is exactly 0: no overflow of the 16-bit probabilities at any accepted scale, no underflow of the
-    # largest, and near-ties keep their weights (issue 22). NaN propagates (a NaN score keeps its row NaN, as in
-    # SDPA); -inf stays -inf (probability 0).
-    if PRESCALE_Q:  # q was scaled at load: the scores are the products, already rounded
-        m_blk = tl.max(s, 1)
-        r_blk = tl.zeros_like(m_blk)
-    else:
-        s_max = tl.max(s, 1)
-        m_blk = s_max * qk_scale
-        r_blk = tl.where(tl.abs(m_blk) < float("inf"), tl.fma(s_max, qk_scale, -m_blk), 0.0)
-    take = (m_blk > m_i) | ((m_blk == m_i) & (r_blk > r_i))
-    m_new = tl.where(take, m_blk, m_i)
-    r_new = tl.where(take, r_blk, r_i)
+    # The running maximum is kept on the scores as they come (max does not round), and scaled exactly, as
+    # (m, r), where it is used (`_scaled_max`, `_exponent`; the module's notes on the exponent).
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_scaled, r_scaled = _scaled_max(m_new, qk_scale, PRESCALE_Q)
     if LAZY_RESCALE:
         # Keep the old maxima (and skip the rescale of acc) unless some row's maximum grew by more than
         # RESCALE_THRESHOLD in log units: the probabilities are then at most 2**8 (exp2) instead of 1, which float32
         # sums and 16-bit P hold without loss. One decision for the whole block, so the branch is uniform.
-        grew = tl.where((m_new - m_i) + (r_new - r_i) > GROWTH, 1, 0)
+        m_old, r_old = _scaled_max(m_i, qk_scale, PRESCALE_Q)
+        grew = tl.where(_exponent(m_new, m_old, r_old, qk_scale, PRESCALE_Q) > GROWTH, 1, 0)
         if tl.max(grew, 0) > 0:
-            alpha = EXP((m_i - m_new) + (r_i - r_new))
+            alpha = EXP(_exponent(m_i, m_scaled, r_scaled, qk_scale, PRESCALE_Q))
             acc = acc * alpha[:, None]
             l_i = l_i * alpha
             m_i = m_new
-            r_i = r_new
         m_new = m_i
-        r_new = r_i
-    if PRESCALE_Q:
-        x = s - m_new[:, None]
-    else:
-        x = (s * qk_scale - m_new[:, None]) - r_new[:, None]
-    p = EXP(x)
+        m_scaled, r_scaled = _scaled_max(m_new, qk_scale, PRESCALE_Q)
+    # At most 0 (RESCALE_THRESHOLD under LAZY_RESCALE), 0 for the row's largest score: no 16-bit probability
+    # overflows at any accepted scale, the largest never underflows, and near-ties keep their weights. NaN
+    # propagates (a NaN score keeps its row NaN, as in SDPA); -inf stays -inf (probability 0).
+    p = EXP(_exponent(s, m_scaled[:, None], r_scaled[:, None], qk_scale, PRESCALE_Q))
     if not LAZY_RESCALE:
-        alpha = EXP((m_i - m_new) + (r_i - r_new))
+        alpha = EXP(_exponent(m_i, m_scaled, r_scaled, qk_scale, PRESCALE_Q))
     v = _load_v(v_src, start_n, N, MASKED, BLOCK_N, HEAD_DIM, MEMORY)
     p_lo = p.to(v.dtype)
     if LAZY_RESCALE:
@@ -318,11 +313,11 @@ def _softmax_pv(acc, l_i, m_i, r_i, s, v_src, start_n, offs_m, N, qk_scale,
             l_i = l_i * alpha + tl.sum(p_lo.to(tl.float32), 1)   # the row sum of P rounded to 16 bits and back
         acc = acc * alpha[:, None]
     acc = tl.dot(p_lo, v, acc)
-    return acc, l_i, m_new, r_new
+    return acc, l_i, m_new
 
 
 @triton.jit
-def _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, lo, hi, N, qk_scale,
+def _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, lo, hi, N, qk_scale,
               MASKED: tl.constexpr, IS_CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
               MEMORY: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, OVERLAP_QK: tl.constexpr,
               USE_EXP2: tl.constexpr, PRESCALE_Q: tl.constexpr, LAZY_RESCALE: tl.constexpr,
@@ -343,21 +338,21 @@ def _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, lo, hi, N, qk_scale,
                 start_n = tl.multiple_of(start_n, BLOCK_N)
                 k = _load_k(k_src, start_n + BLOCK_N, N, MASKED, BLOCK_N, HEAD_DIM, MEMORY)
                 s_next = tl.dot(q, k)
-                acc, l_i, m_i, r_i = _softmax_pv(acc, l_i, m_i, r_i, s, v_src, start_n, offs_m, N, qk_scale,
+                acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
                                             MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, MEMORY,
                                             USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
                 s = s_next
-            acc, l_i, m_i, r_i = _softmax_pv(acc, l_i, m_i, r_i, s, v_src, last, offs_m, N, qk_scale,
+            acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, last, offs_m, N, qk_scale,
                                         MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, MEMORY,
                                         USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
     else:
         for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
             start_n = tl.multiple_of(start_n, BLOCK_N)
             s = tl.dot(q, _load_k(k_src, start_n, N, MASKED, BLOCK_N, HEAD_DIM, MEMORY))
-            acc, l_i, m_i, r_i = _softmax_pv(acc, l_i, m_i, r_i, s, v_src, start_n, offs_m, N, qk_scale,
+            acc, l_i, m_i = _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
                                         MASKED, IS_CAUSAL, BLOCK_N, HEAD_DIM, MEMORY,
                                         USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
-    return acc, l_i, m_i, r_i
+    return acc, l_i, m_i
 
 
 @triton.jit
@@ -450,7 +445,9 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
             q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
 
     # The softmax step's state: Q scaled at load (prescale_q) or computed (q_in_registers), and the running
-    # statistics.
+    # statistics. qk_scale is float32 on a GPU; Triton's interpreter takes a Python float below float32's smallest
+    # normal number as float64, which would make the statistics float64 (on a GPU this cast is no instruction).
+    qk_scale = tl.cast(qk_scale, tl.float32)
     if PRESCALE_Q:
         # The loop then subtracts the maximum from s instead of scaling s first. Scaled here, q is also a computed
         # tensor, which Triton keeps in registers as the A operand of the q k^T warpgroup MMA instead of reading it
@@ -464,7 +461,6 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], NO_SCORE, dtype=tl.float32)    # not -inf: the guard of rows without a finite score
-    r_i = tl.zeros([BLOCK_M], dtype=tl.float32)               # the residual of m_i's product (see `_softmax_pv`)
 
     # The loop shape: the key blocks [0, hi), masked where they must be.
     if IS_CAUSAL and CAUSAL_SKIP:
@@ -479,14 +475,14 @@ def _attn_fwd(Q, K, V, Out, qk_scale,
         else:
             # Only a ragged last block needs the mask (keys past N).
             split = N // BLOCK_N * BLOCK_N
-        acc, l_i, m_i, r_i = _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, 0, split, N, qk_scale, False, IS_CAUSAL,
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, 0, split, N, qk_scale, False, IS_CAUSAL,
                                   BLOCK_N, HEAD_DIM, MEMORY, WARP_SPECIALIZE, OVERLAP_QK,
                                   USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
-        acc, l_i, m_i, r_i = _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, split, hi, N, qk_scale, True, IS_CAUSAL,
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, split, hi, N, qk_scale, True, IS_CAUSAL,
                                   BLOCK_N, HEAD_DIM, MEMORY, WARP_SPECIALIZE, OVERLAP_QK,
                                   USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
     else:
-        acc, l_i, m_i, r_i = _kv_steps(acc, l_i, m_i, r_i, q, k_src, v_src, offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL,
+        acc, l_i, m_i = _kv_steps(acc, l_i, m_i, q, k_src, v_src, offs_m, 0, hi, N, qk_scale, True, IS_CAUSAL,
                                   BLOCK_N, HEAD_DIM, MEMORY, WARP_SPECIALIZE, OVERLAP_QK,
                                   USE_EXP2, PRESCALE_Q, LAZY_RESCALE, NO_EXTRA_CASTS)
 

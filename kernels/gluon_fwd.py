@@ -22,25 +22,26 @@ The algorithm
 -------------
 
 A program owns BLOCK_M rows of Q of one (batch, head) and walks the keys and values BLOCK_N rows at a time, keeping
-per query row the running maximum ``m_i`` of the scaled scores, the running sum ``l_i`` of their exponentials and
-the running output ``acc``, all in float32 (``kernels.flash_fwd`` gives the derivation):
+per query row the running maximum ``m_i`` of the scores, the running sum ``l_i`` of the exponentials of the scaled
+scores and the running output ``acc``, all in float32 (``kernels.flash_fwd`` gives the derivation):
 
     s     = q @ k^T                          (warpgroup MMA, float32 accumulate)
-    m_new = max(m_i, rowmax(s) * qk_scale)
-    p     = exp2(min(s * qk_scale - m_new, 0))    (one FFMA, one FMNMX and one MUFU.EX2 per score)
-    alpha = exp2(m_i - m_new)
+    m_new = max(m_i, rowmax(s))
+    m, r  = m_new * qk_scale rounded, and its rounding error fma(m_new, qk_scale, -m)     (per row)
+    p     = exp2(fma(s, qk_scale, -m) - r)   (one FFMA, one FADD and one MUFU.EX2 per score)
+    alpha = exp2(fma(m_i, qk_scale, -m) - r)
     l_i   = l_i * alpha + rowsum(p)
     acc   = acc * alpha + p.to(fp16/bf16) @ v
     out   = acc / l_i                        (after the last step)
 
-``m_i`` starts at NO_SCORE, the most negative finite float32, not -inf: a row whose scores so far are all -inf
-(keys of -inf in the inputs) then has a finite ``m_new``, and its probabilities are exp2(-inf) = 0 rather than
-exp2(-inf - (-inf)) = NaN; a row that sees no finite score ends with l_i = 0 and acc = 0, and its output is 0, as
-PyTorch's scaled_dot_product_attention gives (``kernels.flash_fwd`` guards its running maximum the same way).
-The exponent is clamped at 0 ("the clamp"): the FFMA does not round its product s * qk_scale, while ``m_new`` was
-rounded, so without the clamp the exponent of a row's largest score can be half a unit in the last place of
-``m_new`` above 0, which overflows the 16-bit probabilities once |m_new| >= 2^28 (and float32's from 2^31). The
-minimum propagates NaN, so a NaN score keeps its row NaN, as in PyTorch.
+``m_i`` starts at NO_SCORE, the most negative finite float32, not -inf, and m is not below NO_SCORE: a row whose
+scores so far are all -inf (keys of -inf in the inputs) then has a finite m, and its probabilities are exp2(-inf) = 0
+rather than exp2(-inf - (-inf)) = NaN; a row that sees no finite score ends with l_i = 0 and acc = 0, and its output
+is 0, as PyTorch's scaled_dot_product_attention gives (``kernels.flash_fwd`` guards its running maximum the same way).
+The scaled maximum is exact, as m + r, so every exponent is at most 0 and the largest score's exactly 0, with no
+clamp: a rounded maximum alone puts the largest score's exponent up to half a unit in the last place of m above or
+below 0, which from |m| >= 2^28 overflows the 16-bit probabilities or underflows the largest (issue 22;
+``kernels.flash_fwd``'s notes say more). A NaN score keeps its row NaN, as in PyTorch.
 
 The host folds log2(e) into ``qk_scale`` (softmax scale x log2(e)), so the exponential is the hardware's base-2
 one and the scale costs nothing beyond the FFMA that subtracts the maximum. Query head h reads key/value head
@@ -343,7 +344,6 @@ import math
 import re
 
 import triton
-import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
@@ -351,7 +351,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton import knobs
 
-from kernels import flash_fwd
 
 LOG2E = math.log2(math.e)
 NUM_WARPS = 4               # one warpgroup: the kernel's layouts assume it
@@ -373,11 +372,6 @@ PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
 # The running maximum's start (see "The algorithm"): finite, and no finite scaled score is below it.
 NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
-# The clamp's minimum propagates NaN (min.NaN.f32): a NaN score keeps its probability NaN.
-NAN_PROPAGATES = gl.constexpr(tl.PropagateNan.ALL)
-# The block maximum's lowering (kernels.flash_fwd's `_lowered`, whose bounds these are).
-LOWERED_FROM = gl.constexpr(flash_fwd.LOWERED_FROM.value)
-LOWERING = gl.constexpr(flash_fwd.LOWERING.value)
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
 # consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
 # docstring for why not 128-row K/V blocks, and two_consumers_tile for the choice).
@@ -523,12 +517,21 @@ def _issue_load(desc, smem, bars, j, n_total, kv_b, kv_h, BLOCK_N: gl.constexpr,
 
 
 @gluon.jit
-def _lowered(m):
-    """A block's row maxima moved at least one unit in the last place down from |m| >= 2^24, as kernels.flash_fwd's
-    `_lowered` does (its docstring says why): below the exact product of the row's largest score, so that the clamp
-    gives that score the probability 1 however large the scores."""
-    down = gl.where(m >= 0, m * (1.0 - LOWERING), m * (1.0 + LOWERING))
-    return gl.where(gl.abs(m) >= LOWERED_FROM, down, m)
+def _scaled_max(m_i, qk_scale):
+    """The running maximum m_i of the scores in the exponent's units, exactly, as the pair (m, r): m = m_i * qk_scale
+    rounded, not below NO_SCORE, and r = fma(m_i, qk_scale, -m) its rounding error (0 where the product is not
+    finite), as kernels.flash_fwd's `_scaled_max`."""
+    product = m_i * qk_scale
+    m = gl.maximum(product, NO_SCORE)     # NO_SCORE * qk_scale overflows to -inf where qk_scale > 1
+    r = gl.where(gl.abs(product) < float("inf"), gl.fma(m_i, qk_scale, -m), 0.0)
+    return m, r
+
+
+@gluon.jit
+def _exponent(s, m, r, qk_scale):
+    """fma(s, qk_scale, -m) - r: at most 0 wherever s is at most the maximum, 0 for the maximum itself (as
+    kernels.flash_fwd's `_exponent`)."""
+    return gl.fma(s, qk_scale, -m) - r
 
 
 @gluon.jit
@@ -594,9 +597,10 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
         else:
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
-    m_new = gl.maximum(m_i, _lowered(gl.max(s, 1) * qk_scale))
-    p = gl.exp2(gl.minimum(s * qk_scale - m_new[:, None], 0.0, propagate_nan=NAN_PROPAGATES))     # the clamp
-    alpha = gl.exp2(m_i - m_new)
+    m_new = gl.maximum(m_i, gl.max(s, 1))
+    m, r = _scaled_max(m_new, qk_scale)
+    p = gl.exp2(_exponent(s, m[:, None], r[:, None], qk_scale))
+    alpha = gl.exp2(_exponent(m_i, m, r, qk_scale))
     l_i = l_i * alpha + gl.sum(p, 1)
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
     p_op = gl.convert_layout(p.to(k_desc.dtype), p_layout)
@@ -647,9 +651,10 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
         else:
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
-    m_new = gl.maximum(m_i, _lowered(gl.max(s, 1) * qk_scale))
-    p = gl.exp2(gl.minimum(s * qk_scale - m_new[:, None], 0.0, propagate_nan=NAN_PROPAGATES))     # the clamp
-    alpha = gl.exp2(m_i - m_new)
+    m_new = gl.maximum(m_i, gl.max(s, 1))
+    m, r = _scaled_max(m_new, qk_scale)
+    p = gl.exp2(_exponent(s, m[:, None], r[:, None], qk_scale))
+    alpha = gl.exp2(_exponent(m_i, m, r, qk_scale))
     l_i = l_i * alpha + gl.sum(p, 1)
     return p, alpha, l_i, m_new
 

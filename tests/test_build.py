@@ -156,18 +156,55 @@ def test_host_descriptors_drop_the_per_program_descriptor_setup(stages):
         assert after[op] == before[op]
 
 
-def test_every_stage_clamps_the_exponent_of_each_probability(stages):
-    """Issue 22's clamp, in every stage (kernels.launcher's note "The clamp"): each probability's exponent goes
-    through a NaN-propagating minimum (min.NaN.f32 in the PTX, FMNMX.NAN in the SASS) before its MUFU.EX2, so that
-    the FFMA's unrounded product cannot lift the largest probability of a row past 1. One clamp per score: at least
-    half the exponentials (the others are the rescale factors, one per row and step), and none is the plain minimum,
-    which would turn a NaN score into probability 1."""
+def exponent_chains(ptx: str) -> list:
+    """For each ex2.approx in a PTX listing, the opcodes that compute its input, innermost last: the instruction
+    that defines the input, then (for a subtraction) the one that defines its first operand. A multiplication by
+    log2(e) (0f3FB8AA3B, tl.exp's lowering) and moves are looked through."""
+    import re
+    chains = []
+    for function in re.split(r"\n\s*\.(?:visible\s+|weak\s+)?(?:entry|func)\b", ptx):   # registers are per function
+        chains += _exponent_chains_of(function)
+    return chains
+
+
+def _exponent_chains_of(function: str) -> list:
+    import re
+    defs, chains = {}, []
+
+    def source(reg):   # the latest definition so far (PTX may assign a register more than once)
+        op, args = defs.get(reg, ("?", []))
+        while op.startswith("mov") or (op.startswith("mul") and "0f3FB8AA3B" in args):
+            regs = [a for a in args if a.startswith("%r")]
+            if not regs:
+                return "?", []
+            op, args = defs.get(regs[0], ("?", []))
+        return op, args
+
+    for line in function.splitlines():
+        m = re.match(r"\s*(?:@%p\d+\s+)?([a-z][a-z0-9.]*)\s+(%r\d+),\s*(.*);", line)
+        if not m:
+            continue
+        op, args = m.group(1), [a.strip() for a in m.group(3).split(",")]
+        if op.startswith("ex2.approx"):
+            op1, args1 = source(args[0])
+            op2 = source(args1[0])[0] if op1.startswith("sub") and args1 else ""
+            chains.append((op1, op2))
+        defs[m.group(2)] = (op, args)
+    return chains
+
+
+def test_every_exponent_carries_the_residual_of_the_scaled_maximum(stages):
+    """Issue 22's exact maximum, in every stage (kernels.flash_fwd's notes on the exponent): each exponential's input
+    is fma(s, scale, -m) - r, a subtraction (sub.f32) of the maximum's residual from an FFMA (fma.rn.f32), for the
+    probabilities and the rescale factors alike, and no minimum clamps it (the clamp of run-28's source, min.NaN.f32
+    before every MUFU.EX2, weighted near-ties alike once the maximum was lowered)."""
     for v in STAGES:
-        code, ptx = sass(v), (artifacts(v) / "kernel.ptx").read_text()
-        clamps, exps = code.count("FMNMX.NAN"), code.count("MUFU.EX2")
-        assert clamps >= exps / 2 > 0, f"{v}: {clamps} FMNMX.NAN for {exps} MUFU.EX2"
-        assert ptx.count("min.NaN.f32") >= clamps / 2, f"{v}: the clamp is not PTX's min.NaN.f32"
-        assert "min.f32" not in ptx and "min.ftz.f32" not in ptx, f"{v}: a minimum that drops NaN"
+        ptx = (artifacts(v) / "kernel.ptx").read_text()
+        chains = exponent_chains(ptx)
+        assert chains, f"{v}: no ex2.approx in the PTX"
+        wrong = sorted({c for c in chains if not (c[0].startswith("sub") and c[1].startswith("fma.rn"))})
+        assert not wrong, f"{v}: exponentials not of fma(s, scale, -m) - r: {wrong} ({len(chains)} in all)"
+        assert "min.NaN.f32" not in ptx, f"{v}: a clamp left"
 
 
 def test_triton_waits_for_every_warpgroup_mma(stages):
