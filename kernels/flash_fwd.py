@@ -181,7 +181,8 @@ HOST_TMA = tl.constexpr(2)      # TMA descriptors of the whole (B, heads, N, HEA
 RESCALE_THRESHOLD = tl.constexpr(8.0)
 RESCALE_THRESHOLD_LN = tl.constexpr(8.0 * 0.6931471805599453)
 
-# The running maximum's start (see the module's notes on -inf scores): finite, and no finite scaled score is below it.
+# The running maximum's start (see the module's notes on -inf scores): finite, and no finite score (nor its scaled
+# value) is below it.
 NO_SCORE = tl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 
 @triton.jit

@@ -370,7 +370,7 @@ PRODUCER_WARP_NUM_REGS = 24
 PRODUCER_WARP_MAXNREG = 128
 PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
-# The running maximum's start (see "The algorithm"): finite, and no finite scaled score is below it.
+# The running maximum's start (see "The algorithm"): finite, and no finite score (nor its scaled value) is below it.
 NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
 # consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
