@@ -36,24 +36,20 @@ def max_scaled_scale(D: int) -> float:
     return FP32_MAX / 4 / (D * FP16_MAX * FP16_MAX)
 
 
-# The clamp. So that scores of any size the scale's bound admits are right, every stage clamps the exponent of each
-# probability at 0 (at RESCALE_THRESHOLD under lazy_rescale; issue 22; kernels.flash_fwd._softmax_pv,
-# kernels.gluon_fwd) and lowers each block's row maximum below its largest score's exact product (`_lowered` in both
-# kernels). The GPU computes a probability as exp2(fma(s, qk_scale, -m)), one FFMA whose product is not rounded,
-# while the row maximum m was rounded to float32: the exponent of the row's largest score is then off by up to half an
-# ulp of m either way. Above 0 it overflowed the float16 probabilities to inf from |m| >= 2^28 (in log-2 units) and
-# turned the row NaN (measured on an H200 before the clamp: data/nvidia-h200/probes/guards-v21); below 0 it
-# underflowed the largest probability to 0 from 2^29 and gave a finite row of zeros (measured with the clamp alone:
-# data/nvidia-h200/probes/guards-underflow). The clamp (min.NaN.f32: a NaN score still gives a NaN row) costs one
-# FMNMX per score; the lowering, m x (1 -+ 2^-23) from |m| >= 2^24, at least one ulp, costs a few instructions per
-# row and block, and makes the largest score's exponent positive, so that the clamp gives it exactly 0. Triton's
-# interpreter rounds the product first, so it showed neither; tests/test_lowered_max.py emulates the FFMA exactly,
-# and tests/test_guards_gpu.py passed every case on an H200 at the lowered source
-# (data/nvidia-h200/probes/lowered-check). A wrong answer remains (issue 22, open): from |m| >= 2^24 every score
-# within about one ulp of m of the largest gets probability 1 too, so keys that near-tie at such scores (8 log-2 units
-# apart at 2^26) are weighted alike (tests/test_lowered_max.py, a strict xfail). The clamp alone had the like on a GPU
-# (the largest probability cut to 1 where the FFMA's residual lifted it). The fix is a running maximum kept exactly:
-# m and the residual of its product, subtracted from every exponent (one FADD per score in place of the clamp).
+# The exact maximum. So that scores of any size the scale's bound admits are right, every stage keeps the row's
+# running maximum m_i of the raw scores and scales it exactly, as m = m_i x qk_scale rounded to float32 and r =
+# fma(m_i, qk_scale, -m), the product's rounding error, which float32 holds exactly; each probability is
+# exp2(fma(s, qk_scale, -m) - r) (issue 22; kernels.flash_fwd._scaled_max and _exponent, the same in
+# kernels.gluon_fwd). The FFMA rounds once, to at most r wherever s is at most m_i, so every exponent is at most 0
+# and the largest score's exactly 0. What came before, each measured on an H200: with m alone the largest score's
+# exponent is off by up to half an ulp of m either way, which overflowed the float16 probabilities and turned rows NaN
+# from |m| >= 2^28 in log-2 units (data/nvidia-h200/probes/guards-v21) and, once a clamp at 0 cut that side,
+# underflowed the largest probability to 0 from 2^29 (data/nvidia-h200/probes/guards-underflow); lowering m one ulp
+# under the clamp mended that (data/nvidia-h200/probes/lowered-check) but gave every score within about one ulp of
+# the largest the probability 1, weighting near-ties alike (found by an independent attack in Triton's interpreter).
+# The exact maximum costs one FADD per score where the clamp's FMNMX was. Triton's interpreter rounds the product
+# first, so it shows none of this; tests/test_exact_max.py emulates the FFMA exactly, and tests/test_guards_gpu.py
+# (near-ties included) passed every case on an H200 at this source (data/nvidia-h200/probes/exact-check).
 
 
 # PRESCALE_Q (the prescale_q switch, claim C10; in no stage) multiplies Q by the scale at load and rounds the product
@@ -763,7 +759,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     stage has it) scales Q at load in 16 bits at the default scale and below; above it the scale goes into the
     float32 scores instead (see prescales_q). Rows that see no finite score (every key masked or -inf) give 0,
     as PyTorch's scaled_dot_product_attention. Scores of any magnitude within that bound are meant to be right on a
-    GPU too (every stage clamps the exponent of each probability at 0: see "The clamp" in this module).
+    GPU too (every stage keeps the row maximum exactly: see "The exact maximum" in this module).
 
     Dense memory only: sparse, nested, meta tensors, ZeroTensors and lazy views (a negation or conjugation bit) are
     refused, naming the conversion. Under Triton's interpreter (TRITON_INTERPRET=1, set before triton and kernels

@@ -1,6 +1,6 @@
-"""The paper's numbers on issue 22's lowered block maximum (kernels.flash_fwd._lowered) and on the clamp behind a
-warp vote, from three probes on one H200 each (workflow/rules/paper.smk: PROBE_LOWERED, PROBE_VOTE, PROBE_UNDERFLOW;
-their READMEs say what ran):
+"""The paper's numbers on issue 22's guards of the exponent: the lowered block maximum (run-28's source and after),
+the clamp behind a warp vote, and the exact running maximum that replaced both, from four probes on one H200 each
+(workflow/rules/paper.smk: PROBE_LOWERED, PROBE_VOTE, PROBE_UNDERFLOW, PROBE_EXACT; their READMEs say what ran):
 
 - the clamp alone: the large-score cases of the guards' GPU test that failed, with the output's relative error from
   float64 (UnderflowFailed, UnderflowCases, UnderflowErrMin, UnderflowErrMax) and SDPA's on the same inputs
@@ -10,7 +10,10 @@ their READMEs say what ran):
   it (B), the median of B's repeats over the median of A's, in percent (\\val{lowered}{<entry>@<N>}{change}), with
   the committed prediction (data/predictions/probes.csv, probe lowered_max: pred, held);
 - the vote: the same for v29 with the clamp behind a warp vote (B) against the clamp on every score (A)
-  (\\val{vote}{<entry>@<N>}{change}, pred, held; probe clamp_vote).
+  (\\val{vote}{<entry>@<N>}{change}, pred, held; probe clamp_vote);
+- the exact maximum: the guards' GPU test at its source (ExactGuardsPassed, ExactGuardsFailed; its near-tie cases,
+  new with it, ExactNearTies) and the verify grid (ExactCases, ExactWrong), and the change in time from the lowered
+  maximum with the clamp (A) to it (B) (\\val{exact}{<entry>@<N>}{change}, pred, held; probe exact_max).
 
 Each A/B probe ran its processes in turn, A1 B1 A2 B2 ... on one GPU; cuDNN, which neither source touches, is timed
 in each as the control.
@@ -75,9 +78,9 @@ def changes(probe: str, change: pd.Series, predictions: pd.DataFrame) -> list:
     return out
 
 
-def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, predictions: Path) -> Values:
-    lowered, vote, underflow = (Path(f).parent for f in (lowered_seal, vote_seal, underflow_seal))
-    for folder in (lowered, vote, underflow):
+def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, exact_seal: Path, predictions: Path) -> Values:
+    lowered, vote, underflow, exact = (Path(f).parent for f in (lowered_seal, vote_seal, underflow_seal, exact_seal))
+    for folder in (lowered, vote, underflow, exact):
         seal.verify(folder)
     v = Values("lowered")
 
@@ -100,11 +103,22 @@ def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, prediction
     v.macro("LoweredCases", len(grid))
     v.macro("LoweredWrong", int((grid.status == "WRONG").sum()))
 
+    counts = pytest_counts(exact / "pytest-guards.log")
+    v.macro("ExactGuardsPassed", counts["passed"])
+    v.macro("ExactGuardsFailed", counts["failed"])
+    near_ties = re.findall(r"::test_near_ties_at_large_scores\[\S+\] PASSED", (exact / "pytest-guards.log").read_text())
+    v.macro("ExactNearTies", len(near_ties))
+    grid = pd.read_csv(exact / "verify" / "correctness.csv")
+    v.macro("ExactCases", len(grid))
+    v.macro("ExactWrong", int((grid.status == "WRONG").sum()))
+
     pred = pd.read_csv(predictions)
     for row, column, text in changes("lowered_max", ab_change(lowered), pred):
         v.put("lowered", row, column, text)
     for row, column, text in changes("clamp_vote", ab_change(vote), pred):
         v.put("vote", row, column, text)
+    for row, column, text in changes("exact_max", ab_change(exact), pred):
+        v.put("exact", row, column, text)
     return v
 
 
