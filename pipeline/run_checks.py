@@ -73,13 +73,13 @@ def duplicated_cases(df: pd.DataFrame, path, by=("case",)) -> list:
     return [f"{path}: cases listed twice: {_some(sorted(set(twice[by[0]])))}; {FIX}"]
 
 
-def rows_against_plan(df: pd.DataFrame, path, expected: dict, variants_run: set) -> list:
+def rows_against_plan(df: pd.DataFrame, path, expected: dict, variants_run: set, names_then: bool = True) -> list:
     """df: one bench step's rows (canonical names, columns key, impl, variant, set, repeat, status); expected: key ->
     (impl, variant, repeats) of the entries its recorded plan expands to; variants_run: the Triton variants the run
     timed in any set. Every expected entry (but a Triton variant the run never timed) has rows with repeats
     0 ... R-1, each once; an entry the check refused or judged wrong stops at that row (0 ... j, the last not ok);
     no entry outside the plan (the ablation set's names follow the registry's last stages at the time, so extras
-    there are not judged)."""
+    there are not judged; names_then=False, for the step's own file, judges them)."""
     problems = []
     asked = {k: r for k, (impl, variant, r) in expected.items() if impl != "triton" or variant in variants_run}
     missing = sorted(set(asked) - set(df.key))
@@ -87,7 +87,7 @@ def rows_against_plan(df: pd.DataFrame, path, expected: dict, variants_run: set)
         problems.append(f"{path}: entries its plan (env.json's plan and sets) times and the file has no row of: "
                         f"{_some(missing)}; {FIX}")
     sets = set(",".join(df.set.dropna().astype(str)).split(","))
-    extra = sorted(set(df.key) - set(expected)) if "ablation" not in sets else []
+    extra = sorted(set(df.key) - set(expected)) if "ablation" not in sets or not names_then else []
     if extra:
         problems.append(f"{path}: entries its plan (env.json's plan and sets) does not time: {_some(extra)}; {FIX}")
     wrong = []
@@ -133,3 +133,61 @@ def ceilings_problems(df: pd.DataFrame, path) -> list:
     if bad.empty:
         return []
     return [f"{path}: ceilings not finite or negative: {_some(f'line {i + 2}' for i in bad.index)}; {FIX}"]
+
+
+# ------------------------------------------------------------------------------ a step's own files, on a resume
+RESUME_FIX = ("it is not this run's: move it away (or delete it) and run the step again, or run it with the options "
+              "that made it")
+
+
+def fixed_bounds() -> dict:
+    """kernels.accuracy.TOLERANCE by the dtype's name ('float16'): the bound of a row that records none."""
+    from kernels.accuracy import TOLERANCE
+    return {str(dtype).removeprefix("torch."): tol for dtype, tol in TOLERANCE.items()}
+
+
+def final_problems(final: Path, expected: dict, fixed: dict | None = None, key: str = "key") -> list:
+    """A step's final file (timings.csv, correctness.csv) found when the step starts: its rows against what this run
+    asks (expected: key -> (impl, variant, repeats), repeats None for a file of one row per case), each status one a
+    step writes and each row judged ok within its bound. The origin file is gone once the final file is there, so
+    the rows are the witness."""
+    df = pd.read_csv(final, dtype={key: str})
+    problems = statuses(df, final) + within_tolerance(df, final, fixed)
+    if key == "case":
+        missing, extra = sorted(set(expected) - set(df.case)), sorted(set(df.case) - set(expected))
+        if missing:
+            problems.append(f"{final}: cases this run asks for and the file has no row of: {_some(missing)}")
+        if extra:
+            problems.append(f"{final}: cases this run does not ask for: {_some(extra)}")
+        problems += duplicated_cases(df, final)
+    else:
+        every = {variant for impl, variant, _ in expected.values()}
+        problems += rows_against_plan(df, final, expected, every, names_then=False)
+    return [p.replace(FIX, RESUME_FIX) for p in problems]
+
+
+def resumable(rows: list, expected: dict, fixed: dict | None = None, key: str = "key") -> tuple:
+    """(kept, dropped) of a partial file's rows (dicts of strings): a row is dropped, to be measured again, where
+    its key is not this run's, its repeat is not one the plan asks (bench), its status is not one a step writes,
+    or it is judged ok above its bound (its tolerance, else fixed[dtype]; a row with neither is not judged); each
+    dropped row with why."""
+    kept, dropped = [], []
+    for r in rows:
+        k = r.get(key, "")
+        why = None
+        if k not in expected:
+            why = "not a case or entry of this run"
+        elif r.get("status") not in STATUSES:
+            why = f"status {r.get('status')!r} is not one a step writes"
+        elif key == "key" and not (str(r.get("repeat", "")).isdigit() and int(r["repeat"]) < expected[k][2]):
+            why = f"repeat {r.get('repeat')!r} is not one the plan asks ({expected[k][2]} repeats)"
+        elif r.get("status") == "ok" and (r.get("tolerance") or (fixed or {}).get(r.get("dtype"))):
+            tol = r.get("tolerance") or (fixed or {}).get(r.get("dtype"))
+            try:
+                within = float(r.get("rel_error")) <= float(tol)
+            except (TypeError, ValueError):
+                within = False
+            if not within:
+                why = f"judged ok with rel_error {r.get('rel_error')!r} above its bound {tol!r}"
+        (dropped if why else kept).append((r, why) if why else r)
+    return kept, dropped

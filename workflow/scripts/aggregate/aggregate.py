@@ -64,7 +64,6 @@ import numpy as np
 import pandas as pd
 
 from kernels.shapes import attention_flops
-from kernels.accuracy import TOLERANCE
 from pipeline import git, gpu_env, gpu_state, keys, run_checks, seal, selection, settle, steady_energy
 from pipeline.kernel_timer import TIMER, is_kernel_name
 
@@ -274,7 +273,7 @@ def check_timings(timings: pd.DataFrame) -> None:
 
 # The fixed bound of a 16-bit output (kernels.accuracy.TOLERANCE), by the dtype's name: a bench row's, which does
 # not record the bound it was judged against (pipeline.run_checks.within_tolerance).
-FIXED_BOUND = {str(dtype).removeprefix("torch."): tol for dtype, tol in TOLERANCE.items()}
+FIXED_BOUND = run_checks.fixed_bounds()
 
 
 def _plan_of(env_path: Path) -> tuple:
