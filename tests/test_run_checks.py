@@ -174,3 +174,17 @@ def test_a_torn_snapshot_line_names_the_file_and_line(run, tmp_path):
     with pytest.raises(aggregate.DataError, match=rf"bench-headline/snapshots.jsonl: line {n} is not a JSON object "
                                                   r"\(Unterminated string.*re-run|measure the run again"):
         aggregate.snapshots([run])
+
+
+def test_a_run_copied_with_its_seeds_redrawn_is_refused(run, tmp_path):
+    """D30: run-9-x2 copied to run-19 with every seed redrawn, sealed and recorded: no (key, seed, time) repeats,
+    but every row's median and mean do."""
+    copy = run.with_name("run-19")
+    shutil.copytree(run, copy)
+    for path in copy.glob("bench-*/timings.csv"):
+        edit(path, lambda t: t.__setitem__("seed", t.seed + 1))
+    resealed(copy)
+    aggregate.verified([run, copy])
+    recorded = aggregate.load([run, copy], "timings.csv")
+    with pytest.raises(aggregate.DataError, match=r"rows with one key, median and mean time \(a row copied"):
+        aggregate.check_timings(recorded)

@@ -233,6 +233,12 @@ def check_timings(timings: pd.DataFrame) -> None:
     if not copied.empty:
         problems.append(f"rows with one key, seed and time (a row copied: every repeat draws its own seed): "
                         f"{_rows(copied)}")
+    # the median and the mean of hundreds of samples, both to the nanosecond: no two of the committed runs' 24,313
+    # timed rows share them; a run copied with its seeds redrawn shares all
+    same = ok[ok.duplicated(["key", "time_us", "mean_us"], keep=False)] if "mean_us" in ok else ok.iloc[:0]
+    if not same.empty:
+        problems.append(f"rows with one key, median and mean time (a row copied, its seed redrawn or not): "
+                        f"{_rows(same)}")
     missing = [c for c in (*TIMER_TIMES, "kernels", "n_kernels") if c not in ok]
     if missing:
         raise DataError(f"timings without the kernel timer's columns {missing}: " + _rows(ok))
