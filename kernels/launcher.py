@@ -156,7 +156,13 @@ def plan_launch(q, k, v, out, *, causal=True, stage=None, switches=None, sm_scal
         raise TypeError(f"sm_scale must be a number, got a tensor {sm_scale!r}; pass float(sm_scale)")
     if isinstance(sm_scale, bool) or not isinstance(sm_scale, numbers.Real) or not (0 < sm_scale < math.inf):
         raise ValueError(f"sm_scale must be a positive finite number, got {sm_scale!r} (default 1/sqrt(D))")
-    scaled, limit = float(sm_scale) * LOG2E, max_scaled_scale(D)
+    try:
+        scaled, limit = float(sm_scale) * LOG2E, max_scaled_scale(D)
+    except OverflowError:                  # an integer beyond float's range passes the checks above (10**400)
+        raise ValueError(f"sm_scale={str(sm_scale)[:12]}... ({len(str(sm_scale))} digits) is too large for a float, "
+                         f"let alone the kernel's float32 scores (scale x log2(e) must be within "
+                         f"[{FP32_MIN_NORMAL:.3g}, {max_scaled_scale(D):.3g}] at D={D}); pass a float in that range "
+                         f"(default 1/sqrt(D)), or rescale q instead") from None
     if not (FP32_MIN_NORMAL <= scaled <= limit):
         raise ValueError(f"sm_scale={sm_scale!r} is outside what the kernel's float32 scores can carry "
                          f"(scale x log2(e) must be within [{FP32_MIN_NORMAL:.3g}, {limit:.3g}] at D={D}: above, "

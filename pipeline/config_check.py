@@ -3,7 +3,8 @@ is parsed (workflow/rules/common.smk) and wherever a config or a run's plan.yaml
 a slip fails at once, naming its key and the fix, not inside a GPU job or at the aggregate step:
 
 - duplicate keys: YAML (and Snakemake's loader) keeps the last of a key given twice, silently; load_yaml refuses it,
-  naming the file, the key and both lines;
+  naming the file, the key and both lines (keys compared as YAML constructs them: 16 and 0x10 are one); and a plain
+  value such as 1:30, a base-60 number to YAML 1.1 (90);
 - numbers that are not finite: NaN passes every bound of a JSON schema (each comparison with it is false), and
   infinity passes a lower bound; check_numbers refuses NaN everywhere and infinity wherever the schema bounds the
   number;
@@ -43,6 +44,27 @@ def _key_path(parent: str, key) -> str:
     return f"{parent}.{key}" if parent else str(key)
 
 
+def _key_value(key_node) -> tuple:
+    """A scalar key as YAML constructs it, with its type: 16, 0x10 and 0o20 are one key; '16' (a string) another."""
+    try:
+        value = yaml.constructor.SafeConstructor().construct_object(key_node)
+    except yaml.YAMLError:
+        return (key_node.tag, key_node.value)
+    return (type(value).__name__, value)
+
+
+SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
+
+
+def _refuse_sexagesimal(node, name: str, path: str) -> None:
+    """A plain scalar such as 1:30, which YAML 1.1 (PyYAML) reads as a base-60 number (90): refused, naming it."""
+    if (isinstance(node, yaml.ScalarNode) and node.style is None and SEXAGESIMAL.fullmatch(node.value)
+            and node.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")):
+        value = yaml.constructor.SafeConstructor().construct_object(node)
+        raise ConfigError(f"{name}, line {node.start_mark.line + 1}: {path}: {node.value} is read by YAML 1.1 as a "
+                          f"base-60 number ({value}), not a time: write the number itself (e.g. {value})")
+
+
 def _refuse_duplicates(node, name: str, parent: str = "", seen=None) -> None:
     """Walk a composed YAML node tree: a mapping that holds one scalar key twice raises, naming both lines."""
     seen = set() if seen is None else seen
@@ -53,7 +75,7 @@ def _refuse_duplicates(node, name: str, parent: str = "", seen=None) -> None:
         first = {}
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                ident = (key_node.tag, key_node.value)
+                ident = _key_value(key_node)          # 16 and 0x10 are one key (the int 16)
                 path = _key_path(parent, key_node.value)
                 line = key_node.start_mark.line + 1
                 if ident in first:
@@ -61,6 +83,7 @@ def _refuse_duplicates(node, name: str, parent: str = "", seen=None) -> None:
                         f"{name}, line {line}: the key {path} is given twice (first at line {first[ident]}); YAML "
                         f"keeps the last one silently: keep one of them")
                 first[ident] = line
+                _refuse_sexagesimal(value_node, name, path)
                 _refuse_duplicates(value_node, name, path, seen)
             else:
                 _refuse_duplicates(value_node, name, parent, seen)
@@ -351,3 +374,19 @@ def check_waivers(waivers, profiled: dict, where: str, torch_impls=(), others=No
             raise ConfigError(f"{at}.variant: {variant!r} was not profiled in {run} (its plan profiles {profiles}): "
                               f"the cross-check compares only profiled entries; fix the waiver's run or variant, or "
                               f"remove it")
+
+
+def check_plan_schema(plan: dict, where: str) -> None:
+    """The plan against config/schema.yaml's `plan` (as Snakemake validates the whole config): for a plan file read
+    outside Snakemake (bench.py --config, a run's plan.yaml); defaults are not filled in. `arch`, which the rule
+    plan adds for the run's GPU (pipeline.plan.adapt), is no setting and is not judged."""
+    import jsonschema
+
+    schema = load_schema(Path(__file__).resolve().parents[1] / "config" / "schema.yaml")
+    sub = {**schema, "required": ["plan"], "properties": {"plan": schema["properties"]["plan"]}}
+    sub.pop("additionalProperties", None)
+    try:
+        jsonschema.validate({"plan": {k: v for k, v in plan.items() if k != "arch"}}, sub)
+    except jsonschema.ValidationError as err:
+        at = ".".join(map(str, err.absolute_path))
+        raise ConfigError(f"{where}: {at}: {err.message} (config/schema.yaml); fix the value") from None

@@ -72,21 +72,46 @@ def file_blobs(paths, root: Path = ROOT) -> dict:
     return dict(zip(paths, ids))
 
 
-@functools.lru_cache(maxsize=16)
+# Where SOURCE_GLOBS was defined over the history (workflow/scripts/ before pipeline/ existed): the files the
+# source_sha256 of a commit's runs covered are that commit's globs, not today's.
+GLOBS_AT = ("pipeline/gpu_env.py", "workflow/scripts/gpu_env.py")
+
+
+def source_globs_at(commit: str, root: Path = ROOT) -> tuple:
+    """The SOURCE_GLOBS of commit's gpu_env.py (today's where no file of GLOBS_AT defines them)."""
+    import ast
+
+    from . import gpu_env
+    for path in GLOBS_AT:
+        proc = _git(root, "show", f"{commit}:{path}")
+        if proc.returncode != 0:
+            continue
+        for node in ast.parse(proc.stdout).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "SOURCE_GLOBS" for t in node.targets):
+                return tuple(ast.literal_eval(node.value))
+    return tuple(gpu_env.SOURCE_GLOBS)
+
+
+@functools.lru_cache(maxsize=64)
 def source_sha256_at(commit: str, root: Path = ROOT) -> str:
-    """gpu_env.source_sha256 of the tree of commit (its files, by `git archive`, in a temporary folder): what an
-    env.json of a run made at that commit records as its source_sha256."""
+    """gpu_env.source_sha256 of the tree of commit (its files, by `git archive`, in a temporary folder), over that
+    commit's SOURCE_GLOBS: what an env.json of a run made at that commit records as its source_sha256."""
     import io
     import tarfile
     import tempfile
 
     from . import gpu_env
-    archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], capture_output=True,
-                             timeout=300)
-    if archive.returncode != 0:
-        raise RuntimeError(f"git archive {commit} failed in {root}: {archive.stderr.decode().strip()}")
+    globs = source_globs_at(commit, root)
+    # only the top-level entries that the globs reach: the data (most of the tree) is never read
+    tops = {g.split("/")[0] for g in globs}
+    present = [name for name in _out(root, "ls-tree", "--name-only", commit).splitlines() if name in tops]
     with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            # the "data" filter refuses links and names outside tmp (Python 3.11.4 on; git's own archive has none)
-            tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
-        return gpu_env.source_sha256(Path(tmp))
+        if present:
+            archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit, "--", *present],
+                                     capture_output=True, timeout=300)
+            if archive.returncode != 0:
+                raise RuntimeError(f"git archive {commit} failed in {root}: {archive.stderr.decode().strip()}")
+            with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+                # the "data" filter refuses links and names outside tmp (Python 3.11.4 on; git's own archive has none)
+                tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        return gpu_env.source_sha256(Path(tmp), globs)

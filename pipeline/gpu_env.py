@@ -81,11 +81,12 @@ def kernel_sha256() -> dict:
             if (ROOT / name).exists()}
 
 
-def source_sha256(root: Path = ROOT) -> str:
-    """SHA-256 over the code that makes a result (SOURCE_GLOBS under root), file names included."""
+def source_sha256(root: Path = ROOT, globs=SOURCE_GLOBS) -> str:
+    """SHA-256 over the code that makes a result (SOURCE_GLOBS under root), file names included; `globs`: another
+    commit's SOURCE_GLOBS (pipeline.git.source_sha256_at)."""
     root = Path(root)
     h = hashlib.sha256()
-    for path in sorted({p for g in SOURCE_GLOBS for p in root.glob(g)}):
+    for path in sorted({p for g in globs for p in root.glob(g)}):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 

@@ -48,6 +48,7 @@ def load_config(path: Path) -> dict:
     cfg = config_check.load_yaml(path)
     if not isinstance(cfg, dict) or "plan" not in cfg:
         raise ValueError(f"{path}: no 'plan' section (what the GPU measurement runs)")
+    config_check.check_plan_schema(cfg["plan"], str(path))
     try:
         config_check.check_plan_values(cfg["plan"])
     except config_check.ConfigError as err:

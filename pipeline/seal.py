@@ -102,15 +102,23 @@ def check(folder: Path) -> list:
     but not listed; return the listed files' paths. `verify` is this and the manifest's entry."""
     folder = Path(folder)
     entries = listed(folder)
-    problems = []
+    problems, named_links = [], set()
     for name, digest in entries.items():
         p = folder / name
-        if p.is_symlink():
+        linked = next((a for a in [p, *p.parents] if folder in a.parents and a.is_symlink()), None)
+        if linked == p:
             problems.append(f"{name}: a link (a sealed file is a plain file)")
+        elif linked is not None:
+            problems.append(f"{name}: under {linked.relative_to(folder).as_posix()}, a link to a folder (a sealed "
+                            f"run holds its files itself: put the folder's files in place of the link)")
         elif not p.exists():
             problems.append(f"{name}: missing")
         elif _digest(p) != digest:
             problems.append(f"{name}: changed since the run (checksum differs)")
+        if linked is not None:
+            named_links.add(linked)
+    problems += [f"{p.relative_to(folder).as_posix()}: a link (a sealed run holds only plain files and folders)"
+                 for p in sorted(folder.rglob("*")) if p.is_symlink() and p not in named_links]
     present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != NAME}
     problems += [f"{name}: not listed in {NAME} (added after the run was sealed?)" for name in sorted(present - set(entries))]
     if problems:

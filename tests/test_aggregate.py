@@ -202,6 +202,8 @@ def test_wrong_bench_rows_are_counted_in_the_paper(data, tmp_path):
         i = t[t.status == "ok"].index[0]
         t.loc[i, "status"] = "WRONG"
         t.loc[i, [c for c in t.columns if c.endswith("_us")] + ["kernels", "n_kernels", "timer"]] = None
+        # an entry judged wrong is never checked again: its later repeats have no row (bench.py)
+        t.drop(t[(t.key == t.key[i]) & (t.repeat > t.repeat[i])].index, inplace=True)
     edit_timings(run, wrong)
     seal.write(run)
     seal.record(run)

@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from kernels.shapes import attention_flops
-from pipeline import git, gpu_env, gpu_state, keys, seal, selection, settle, steady_energy
+from pipeline import git, gpu_env, gpu_state, keys, run_checks, seal, selection, settle, steady_energy
 from pipeline.kernel_timer import TIMER, is_kernel_name
 
 TORCH = tuple(selection.TORCH)
@@ -233,6 +233,12 @@ def check_timings(timings: pd.DataFrame) -> None:
     if not copied.empty:
         problems.append(f"rows with one key, seed and time (a row copied: every repeat draws its own seed): "
                         f"{_rows(copied)}")
+    # the median and the mean of hundreds of samples, both to the nanosecond: no two of the committed runs' 24,313
+    # timed rows share them; a run copied with its seeds redrawn shares all
+    same = ok[ok.duplicated(["key", "time_us", "mean_us"], keep=False)] if "mean_us" in ok else ok.iloc[:0]
+    if not same.empty:
+        problems.append(f"rows with one key, median and mean time (a row copied, its seed redrawn or not): "
+                        f"{_rows(same)}")
     missing = [c for c in (*TIMER_TIMES, "kernels", "n_kernels") if c not in ok]
     if missing:
         raise DataError(f"timings without the kernel timer's columns {missing}: " + _rows(ok))
@@ -271,12 +277,70 @@ def check_timings(timings: pd.DataFrame) -> None:
         raise DataError("timings no measurement writes: " + " | ".join(problems))
 
 
+# The fixed bound of a 16-bit output (kernels.accuracy.TOLERANCE), by the dtype's name: a bench row's, which does
+# not record the bound it was judged against (pipeline.run_checks.within_tolerance).
+FIXED_BOUND = run_checks.fixed_bounds()
+
+
+def _plan_of(env_path: Path) -> tuple:
+    """(plan, sets) that a bench step recorded in its env.json; a DataError where it recorded none."""
+    try:
+        e = json.loads(env_path.read_text())
+    except json.JSONDecodeError:
+        return None, None                                  # said by run_checks.env_problems
+    if not isinstance(e.get("plan"), dict) or not e.get("sets"):
+        raise DataError(f"{env_path}: no plan and sets recorded (bench.py writes both): the rows beside it cannot "
+                        f"be compared with what was asked; {run_checks.FIX}")
+    return e["plan"], list(e["sets"])
+
+
+def check_contents(run_dirs) -> None:
+    """Refuse (DataError) a run whose files are not what its steps write (pipeline.run_checks): rows not its bench
+    steps' plans' (an entry missing, a repeat missing, made up, twice or negative), a status no step writes, a row
+    judged ok above its bound, a correctness case twice, a measurement without its env.json or an env.json without
+    a SHA-256 of its code, a ceiling negative or not finite. Every problem of every run is named at once."""
+    from pipeline import plan as plan_lib
+
+    problems = []
+    for run in run_dirs:
+        sealed = _SEALED.get(Path(run)) or read_seal(run)
+        problems += run_checks.env_problems(sealed)
+        files = {f: pd.read_csv(f) for f in sorted(sealed) if f.name == "timings.csv"}
+        named = {f: canonical_names(df) if "switches" in df else df for f, df in files.items()}
+        variants_run = {v for df in named.values() if "impl" in df for v in df.loc[df.impl == "triton", "variant"]}
+        for f, df in files.items():
+            problems += run_checks.statuses(df, f) + run_checks.within_tolerance(df, f, FIXED_BOUND)
+            if f.parent / "env.json" not in set(sealed):
+                continue                                   # said by env_problems
+            m, sets = _plan_of(f.parent / "env.json")
+            if m is None:
+                continue
+            expected = {e.key: (e.impl, e.variant, plan_lib.repeats(e, m)) for e in plan_lib.expand(m, sets)}
+            problems += run_checks.rows_against_plan(named[f], f, expected, variants_run)
+        for f in sorted(x for x in sealed if x.name == "correctness.csv"):
+            df = pd.read_csv(f)
+            problems += (run_checks.statuses(df, f) + run_checks.within_tolerance(df, f)
+                         + run_checks.duplicated_cases(df, f))
+        for f in sorted(x for x in sealed if x.name == "ceilings.csv"):
+            problems += run_checks.ceilings_problems(pd.read_csv(f), f)
+    if problems:
+        raise DataError("files no step of this project writes: " + " | ".join(problems))
+
+
 COMMIT = re.compile(r"[0-9a-f]{7,40}")
 # A run whose env.json files name a commit by a slip (a PROJECT_COMMIT typed by hand on a machine without .git) is
 # listed in data/COMMIT_CORRECTIONS.csv: its folder (<gpu>/<run>), the commit recorded and the commit meant. The
 # correction is taken only when git knows the commit meant and its tree's code hashes to the source_sha256 that every
 # env.json of the run recorded (pipeline.git.source_sha256_at): the correction names the code, it cannot change it.
 CORRECTIONS = "COMMIT_CORRECTIONS.csv"
+
+
+# The one committed run whose recorded code is no commit's: run-10-x2 recorded 46e7b5cd and a source_sha256 that no
+# commit from 46e7b5cd to the one that added the run (f97ea0b) hashes to (over that commit's SOURCE_GLOBS): its tree
+# held code git did not mark dirty (gpu_env then ran `git status --untracked-files=no`, blind to untracked files).
+# Taken by (folder, recorded source_sha256) alone, so any other run, or another hash here, is still refused.
+UNMATCHED_CODE = {("nvidia-h200/run-10-x2", "c6d4a8341f5316aed2810f106eb29b0af7ccb2f3ee1538360a0fd9bd3049e5cc"):
+                  "its code matches no commit from 46e7b5cd to f97ea0b (uncommitted code, unmarked)"}
 
 
 def commit_corrections(run) -> dict:
@@ -310,9 +374,10 @@ def check_one_gpu(run_dirs) -> None:
 
 def check_envs(run_dirs) -> None:
     """Refuse (DataError) an env.json whose GPU is not the one its run's folder names (data/<gpu slug>/<run>/,
-    gpu_env.gpu_slug), or whose project commit ('-dirty' or not) git does not know; the commit check is skipped,
-    saying so, where the tree has no git history (a copy without .git)."""
-    problems, commits = [], {}
+    gpu_env.gpu_slug), whose project commit ('-dirty' or not) git does not know, or (not '-dirty', nor listed in
+    UNMATCHED_CODE) whose source_sha256 is not that commit's code (git.source_sha256_at); the commit checks are
+    skipped, saying so, where the tree has no git history (a copy without .git)."""
+    problems, commits, codes = [], {}, {}
     for run in run_dirs:
         folder_gpu = Path(run).resolve().parent.name
         for path in env_files(run):
@@ -332,17 +397,34 @@ def check_envs(run_dirs) -> None:
                     continue
                 recorded = meant
             commits.setdefault(recorded, []).append(path)
+            folder = f"{Path(run).resolve().parent.name}/{Path(run).name}"
+            if (not str(e.get("project_commit") or "").endswith("-dirty")
+                    and (folder, e.get("source_sha256")) not in UNMATCHED_CODE):
+                codes.setdefault(recorded, []).append((path, e.get("source_sha256")))
     if not git.history():
         print(f"aggregate: the env.json commits were not checked: {git.ROOT} has no git history (.git), the "
               f"witness of which commits exist", file=sys.stderr)
     else:
         named = {c for c in commits if COMMIT.fullmatch(c)}
-        for c in sorted(set(commits) - named) + sorted(git.unknown_commits(named)):
+        for c in sorted(problems_of_commits(commits, named)):
             where = ", ".join(map(str, commits[c][:SHOWN])) + (" ..." if len(commits[c]) > SHOWN else "")
             problems.append(f"{where}: the project commit {c or '(none)'!r} is not a commit of this repository's "
                             f"history: the code that made the data is unknown")
+        for c in sorted(set(codes) - set(problems_of_commits(commits, named))):
+            code = git.source_sha256_at(c)
+            for path, recorded_code in codes[c]:
+                if recorded_code != code:
+                    problems.append(f"{path}: source_sha256 {str(recorded_code)[:12]}... is not the code of its "
+                                    f"project commit {c[:12]} (whose tree hashes to {code[:12]}...): the commit or the "
+                                    f"code recorded is not the run's; a commit named by a slip is corrected in "
+                                    f"data/{CORRECTIONS}, never by editing the run")
     if problems:
         raise DataError("env.json files no run of this project writes: " + " | ".join(problems))
+
+
+def problems_of_commits(commits: dict, named: set) -> set:
+    """The commits of `commits` that are no commit git knows (not named like one, or unknown)."""
+    return (set(commits) - named) | git.unknown_commits(named)
 
 
 def with_roles(pr: pd.DataFrame) -> pd.DataFrame:
@@ -595,10 +677,14 @@ def snapshots(run_dirs) -> pd.DataFrame:
     rows = []
     for run in run_dirs:
         for f in sorted(p for p in (_SEALED.get(Path(run)) or read_seal(run)) if p.name == "snapshots.jsonl"):
-            for line in f.read_text().splitlines():
+            for n, line in enumerate(f.read_text().splitlines(), 1):
                 if not line.strip():
                     continue
-                e = json.loads(line)
+                try:
+                    e = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise DataError(f"{f}: line {n} is not a JSON object ({err.msg}, column {err.colno}): a torn "
+                                    f"or edited snapshot; {run_checks.FIX}") from None
                 reasons = str(e.get("clocks_event_reasons.active", ""))
                 mask = int(reasons, 16) if re.fullmatch(r"0x[0-9a-fA-F]+", reasons) else 0
                 rows.append(dict(run=Path(run).name, set=f.parent.name.removeprefix("bench-"),
@@ -776,6 +862,7 @@ def main(argv=None) -> int:
     check_timer(recorded)
     check_timings(recorded)
     check_envs(run_dirs)
+    check_contents(run_dirs)
     timings = canonical_names(recorded)
     with_roles(timings).to_csv(a.out / "timings.csv", index=False)
     pr = per_run(timings)

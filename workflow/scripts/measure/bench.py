@@ -73,7 +73,7 @@ from pathlib import Path
 
 from kernels.stages import BASELINE
 
-from pipeline import folder_lock, gpu_env, gpu_state, origin, partial_csv, settle, steady_energy
+from pipeline import folder_lock, gpu_env, gpu_state, origin, partial_csv, run_checks, settle, steady_energy
 from pipeline import plan
 from pipeline.call import check, host_time_us, inputs, make_call, settle_call, steady_call, time_call
 
@@ -187,11 +187,20 @@ def run(m: dict, entries: list, out: Path, workers: int = 8, log=print, env: dic
 
 def _run(m: dict, entries: list, out: Path, workers: int, log, env: dict | None) -> Path:
     final, path = out / "timings.csv", out / "timings.partial.csv"
+    expected = {e.key: (e.impl, e.variant, plan.repeats(e, m)) for e in entries}
     if final.exists():
         partial_csv.finished(path)
+        problems = run_checks.final_problems(final, expected, run_checks.fixed_bounds())
+        if problems:                  # no origin file is left beside a final file: its rows are the witness
+            raise partial_csv.OriginError(f"bench: {final} is there but is not this plan's: " + " | ".join(problems))
         log(f"bench: {final} is complete")
         return final
     rows = partial_csv.resume(path, COLUMNS, "bench.py", origin_of(m, entries), _valid)
+    rows, dropped = run_checks.resumable(rows, expected, run_checks.fixed_bounds())
+    if dropped:                       # a hand-edited partial file: such rows are measured again, never promoted
+        rows = partial_csv.rewrite(path, COLUMNS, rows)
+        log(f"bench: {len(dropped)} rows of {path} dropped, measured again: "
+            + "; ".join(f"{r['key']} repeat {r.get('repeat')}: {why}" for r, why in dropped[:5]))
     resumed = bool(rows)
     failed = [r for r in rows if r["status"] == "failed"]
     if failed:                        # transient (out of memory, ...): checked again, unlike WRONG and refused

@@ -37,7 +37,7 @@ from kernels.stages import (BASELINE, FINAL, LAST, STAGES, TRITON_STAGES, Tile, 
                             extended, last_ablations, leave_one_out, previous_stage, stage_adding, stage_of,
                             switches_label)
 
-from pipeline import folder_lock, gpu_env, keys, origin, partial_csv
+from pipeline import folder_lock, gpu_env, keys, origin, partial_csv, run_checks
 
 COLUMNS = ["case", "impl", "variant", "stage", "switches", "B", "H", "H_kv", "N", "D", "dtype", "causal",
            "block_m", "block_n", "num_warps", "num_stages", "seed", "status", "rel_error", "unwritten", "tolerance",
@@ -195,17 +195,27 @@ def verify(args) -> int:
     """The run, under the folder's lock: resume (or begin) the partial file, run every case still to do, write
     correctness.csv when none is wrong."""
     final, partial = args.out / "correctness.csv", args.out / "correctness.partial.csv"
-    if final.exists():
-        partial_csv.finished(partial)
-        print(f"{final} is complete")
-        return 0
     grid = [c for c in (cpu_cases(args.N) if args.device == "cpu" else cases(args.quick))
             if not args.stages or c.variant in args.stages]
     if args.device == "cuda":                     # what this GPU can run (pipeline.plan: the Gluon stages on Hopper)
         grid = skip_what_this_gpu_cannot_run(grid)
+    expected = {c.key: None for c in grid}
+    if final.exists():
+        partial_csv.finished(partial)
+        problems = run_checks.final_problems(final, expected, key="case")
+        if problems:                  # no origin file is left beside a final file: its rows are the witness
+            raise partial_csv.OriginError(f"verify: {final} is there but is not this case list's: "
+                                          + " | ".join(problems))
+        print(f"{final} is complete")
+        return 0
     now = origin.current(SCRIPT, {"device": args.device, "cases": [c.key for c in grid]},
                          "the case list (--device, --N, --quick, --stages)")
     before = partial_csv.resume(partial, COLUMNS, "verify.py", now, _valid)
+    before, dropped = run_checks.resumable(before, expected, key="case")
+    if dropped:                       # a hand-edited partial file: such rows are measured again, never written out
+        before = partial_csv.rewrite(partial, COLUMNS, before)
+        print(f"verify: {len(dropped)} rows of {partial} dropped, measured again: "
+              + "; ".join(f"{r['case']}: {why}" for r, why in dropped[:5]), flush=True)
     # a case stays to do until it has a result that is not WRONG: a failure stays a failure until measured again
     done = {k for k, r in latest(before).items() if r["status"] != "WRONG"}
     todo = [c for c in grid if c.key not in done]

@@ -1,0 +1,193 @@
+"""Content checks of a sealed run beyond its timings' statistics: what a reseal cannot make right.
+
+A run's checksums say its files are the ones sealed; these say the files are what the steps write:
+- rows_against_plan: a bench step's timings.csv holds the rows its plan asked for, each repeat once. The plan is the
+  one the step recorded in its env.json (`plan` and `sets`, written by bench.py when it began), expanded by
+  pipeline.plan as today's registry has it; the registry only grows, so an entry of a Triton variant that the run
+  timed nowhere (a stage added after the run) is not asked of it;
+- statuses: every row's status is one a step writes (STATUSES), spelt exactly;
+- within_tolerance: a row judged ok is within its bound: correctness.csv records its tolerance; a bench row does not,
+  and is held to the fixed bound of its dtype (kernels.accuracy.TOLERANCE, the judge's bound without PyTorch's
+  output: every committed bench row is within a third of it);
+- env_problems: every measurement file has its step's env.json beside it, sealed, with a source_sha256 of 64 hex
+  digits;
+- ceilings_problems: the ceilings are finite and not negative.
+Each returns a list of problems, each naming the file (and the rows) and saying what to do; the aggregate raises
+them together.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+STATUSES = ("ok", "WRONG", "refused", "failed")   # pipeline.call.check and verify.py: nothing else is written
+# A sealed file a GPU step writes beside its env.json: the step's measurements.
+MEASUREMENTS = ("timings.csv", "correctness.csv", "ncu.csv", "ncu_duration.csv", "ncu_premise.csv",
+                "ncu_large_n.csv", "ceilings.csv", "timer_check.csv")
+SHOWN = 5
+FIX = ("sealed data is what its step wrote: restore the file from git's history of data/, or measure the run again "
+       "(make measure); never edit a sealed run")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _some(items) -> str:
+    items = list(items)
+    return ", ".join(map(str, items[:SHOWN])) + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+
+
+def statuses(df: pd.DataFrame, path) -> list:
+    """Rows whose status is not one of STATUSES (a typo, a case, a space), each named by its line in the file."""
+    if "status" not in df:
+        return [f"{path}: no status column; {FIX}"]
+    bad = df[~df.status.isin(STATUSES)]
+    if bad.empty:
+        return []
+    lines = [f"line {i + 2} ({s!r})" for i, s in zip(bad.index, bad.status)]
+    return [f"{path}: status not one a step writes ({', '.join(STATUSES)}): {_some(lines)}; {FIX}"]
+
+
+def within_tolerance(df: pd.DataFrame, path, fixed: dict | None = None) -> list:
+    """Rows judged ok whose rel_error is above their tolerance (the column), or, for a file without one (a bench
+    step's), above fixed[dtype]; a row judged ok without a finite error is refused too."""
+    ok = df[df.status == "ok"]
+    err = pd.to_numeric(ok.get("rel_error"), errors="coerce")
+    if "tolerance" in ok:
+        tol = pd.to_numeric(ok.tolerance, errors="coerce")
+    else:
+        tol = ok.dtype.map(fixed or {}).astype(float)
+    bad = ok[~(err <= tol)]            # NaN on either side is not within
+    if bad.empty:
+        return []
+    lines = [f"line {i + 2} ({e:.3g} > {t:.3g})" for i, e, t in zip(bad.index, err[bad.index], tol[bad.index])]
+    return [f"{path}: rows judged ok with rel_error above their tolerance (or none): {_some(lines)}; {FIX}"]
+
+
+def duplicated_cases(df: pd.DataFrame, path, by=("case",)) -> list:
+    twice = df[df.duplicated(list(by), keep=False)]
+    if twice.empty:
+        return []
+    return [f"{path}: cases listed twice: {_some(sorted(set(twice[by[0]])))}; {FIX}"]
+
+
+def rows_against_plan(df: pd.DataFrame, path, expected: dict, variants_run: set, names_then: bool = True) -> list:
+    """df: one bench step's rows (canonical names, columns key, impl, variant, set, repeat, status); expected: key ->
+    (impl, variant, repeats) of the entries its recorded plan expands to; variants_run: the Triton variants the run
+    timed in any set. Every expected entry (but a Triton variant the run never timed) has rows with repeats
+    0 ... R-1, each once; an entry the check refused or judged wrong stops at that row (0 ... j, the last not ok);
+    no entry outside the plan (the ablation set's names follow the registry's last stages at the time, so extras
+    there are not judged; names_then=False, for the step's own file, judges them)."""
+    problems = []
+    asked = {k: r for k, (impl, variant, r) in expected.items() if impl != "triton" or variant in variants_run}
+    missing = sorted(set(asked) - set(df.key))
+    if missing:
+        problems.append(f"{path}: entries its plan (env.json's plan and sets) times and the file has no row of: "
+                        f"{_some(missing)}; {FIX}")
+    sets = set(",".join(df.set.dropna().astype(str)).split(","))
+    extra = sorted(set(df.key) - set(expected)) if "ablation" not in sets or not names_then else []
+    if extra:
+        problems.append(f"{path}: entries its plan (env.json's plan and sets) does not time: {_some(extra)}; {FIX}")
+    wrong = []
+    for key, g in df[df.key.isin(asked)].groupby("key"):
+        reps = pd.to_numeric(g.repeat, errors="coerce")
+        order = g.assign(r=reps).sort_values("r")
+        got = list(order.r)
+        stopped = (order.status != "ok").any()
+        want = list(range(len(got))) if stopped else list(range(asked[key]))
+        if got != want or (stopped and (order.status.iloc[:-1] != "ok").any()) or len(got) > asked[key]:
+            wrong.append(f"{key} has repeats {[int(x) if x == x else x for x in got]}, the plan {asked[key]} "
+                         f"(0 ... {asked[key] - 1}, each once)")
+    if wrong:
+        problems.append(f"{path}: repeats that are not the plan's: {'; '.join(wrong[:SHOWN])}"
+                        + (f"; and {len(wrong) - SHOWN} more" if len(wrong) > SHOWN else "") + f"; {FIX}")
+    return problems
+
+
+def env_problems(sealed) -> list:
+    """Every sealed measurement file (MEASUREMENTS) has its step's env.json sealed beside it, and every sealed
+    env.json is JSON with a source_sha256 of 64 hex digits."""
+    sealed = set(map(Path, sealed))
+    problems = []
+    for f in sorted(sealed):
+        if f.name in MEASUREMENTS and f.parent / "env.json" not in sealed:
+            problems.append(f"{f}: no sealed env.json beside it (the step's record of its GPU, versions, commit and "
+                            f"code); {FIX}")
+        if f.name == "env.json":
+            try:
+                e = json.loads(f.read_text())
+            except json.JSONDecodeError as err:
+                problems.append(f"{f}: not JSON ({err}); {FIX}")
+                continue
+            if not SHA256.fullmatch(str(e.get("source_sha256") or "")):
+                problems.append(f"{f}: source_sha256 {e.get('source_sha256')!r} is not a SHA-256 (64 hex digits, "
+                                f"gpu_env.source_sha256); {FIX}")
+    return problems
+
+
+def ceilings_problems(df: pd.DataFrame, path) -> list:
+    v = pd.to_numeric(df.get("value"), errors="coerce")
+    bad = df[~(v.map(lambda x: math.isfinite(x)) & (v >= 0))] if len(df) else df
+    if bad.empty:
+        return []
+    return [f"{path}: ceilings not finite or negative: {_some(f'line {i + 2}' for i in bad.index)}; {FIX}"]
+
+
+# ------------------------------------------------------------------------------ a step's own files, on a resume
+RESUME_FIX = ("it is not this run's: move it away (or delete it) and run the step again, or run it with the options "
+              "that made it")
+
+
+def fixed_bounds() -> dict:
+    """kernels.accuracy.TOLERANCE by the dtype's name ('float16'): the bound of a row that records none."""
+    from kernels.accuracy import TOLERANCE
+    return {str(dtype).removeprefix("torch."): tol for dtype, tol in TOLERANCE.items()}
+
+
+def final_problems(final: Path, expected: dict, fixed: dict | None = None, key: str = "key") -> list:
+    """A step's final file (timings.csv, correctness.csv) found when the step starts: its rows against what this run
+    asks (expected: key -> (impl, variant, repeats), repeats None for a file of one row per case), each status one a
+    step writes and each row judged ok within its bound. The origin file is gone once the final file is there, so
+    the rows are the witness."""
+    df = pd.read_csv(final, dtype={key: str})
+    problems = statuses(df, final) + within_tolerance(df, final, fixed)
+    if key == "case":
+        missing, extra = sorted(set(expected) - set(df.case)), sorted(set(df.case) - set(expected))
+        if missing:
+            problems.append(f"{final}: cases this run asks for and the file has no row of: {_some(missing)}")
+        if extra:
+            problems.append(f"{final}: cases this run does not ask for: {_some(extra)}")
+        problems += duplicated_cases(df, final)
+    else:
+        every = {variant for impl, variant, _ in expected.values()}
+        problems += rows_against_plan(df, final, expected, every, names_then=False)
+    return [p.replace(FIX, RESUME_FIX) for p in problems]
+
+
+def resumable(rows: list, expected: dict, fixed: dict | None = None, key: str = "key") -> tuple:
+    """(kept, dropped) of a partial file's rows (dicts of strings): a row is dropped, to be measured again, where
+    its key is not this run's, its repeat is not one the plan asks (bench), its status is not one a step writes,
+    or it is judged ok above its bound (its tolerance, else fixed[dtype]; a row with neither is not judged); each
+    dropped row with why."""
+    kept, dropped = [], []
+    for r in rows:
+        k = r.get(key, "")
+        why = None
+        if k not in expected:
+            why = "not a case or entry of this run"
+        elif r.get("status") not in STATUSES:
+            why = f"status {r.get('status')!r} is not one a step writes"
+        elif key == "key" and not (str(r.get("repeat", "")).isdigit() and int(r["repeat"]) < expected[k][2]):
+            why = f"repeat {r.get('repeat')!r} is not one the plan asks ({expected[k][2]} repeats)"
+        elif r.get("status") == "ok" and (r.get("tolerance") or (fixed or {}).get(r.get("dtype"))):
+            tol = r.get("tolerance") or (fixed or {}).get(r.get("dtype"))
+            try:
+                within = float(r.get("rel_error")) <= float(tol)
+            except (TypeError, ValueError):
+                within = False
+            if not within:
+                why = f"judged ok with rel_error {r.get('rel_error')!r} above its bound {tol!r}"
+        (dropped if why else kept).append((r, why) if why else r)
+    return kept, dropped
