@@ -18,30 +18,31 @@ key block:
 
     s     = q @ k^T                          (tensor cores, float32 accumulate)
     m_new = max(m_i, rowmax(s))
-    m, r  = m_new * scale rounded, and its rounding error fma(m_new, scale, -m)     (per row)
-    p     = exp(fma(s, scale, -m) - r)       (one FFMA, one FADD and one exponential per score)
-    alpha = exp(fma(m_i, scale, -m) - r)
+    p     = exp((s - m_new) * scale)         (one FADD, one FMUL and one exponential per score)
+    alpha = exp((m_i - m_new) * scale)
     l_i   = l_i * alpha + rowsum(p)
     acc   = acc * alpha + p.to(fp16/bf16) @ v
     out   = acc / l_i                        (after the last step)
 
 Subtracting the running maximum keeps every exponential at most 1, and ``alpha`` corrects what was summed under an
-older, smaller maximum; up to rounding the result is softmax(q k^T * scale) v. The scaled maximum is the exact
-product as the pair m + r (r, the error of a float32 product, is itself a float32), so that every exponent is at
-most 0, and 0 for the row's largest score, with no clamp: the FFMA rounds s * scale - m once, to at most r wherever
-s is at most m_new, and subtracting r then leaves at most 0. A rounded maximum alone, as FlashAttention keeps it,
-puts the exponent of the largest score up to half a unit in the last place of m above 0 or below it: from |m| >=
-2^28 (scores that large are accepted, kernels.launcher.max_scaled_scale) that overflows the 16-bit probabilities
-above and underflows the largest below, and clamping or lowering m weights near-ties alike (issue 22).
+older, smaller maximum; up to rounding the result is softmax(q k^T * scale) v. The maximum is taken of the scores
+as they come, which max does not round, and the difference from it is taken before the scale: both roundings are
+monotone, so every exponent is at most 0 and the largest score's exactly 0 with no clamp, and a near-tie's
+difference (scores within a factor of 2 of each other) is exact. FlashAttention instead fuses the scale into one FFMA
+with a rounded scaled maximum, fma(s, scale, -m): the largest score's exponent is then up to half a unit in the
+last place of m above or below 0, which from |m| >= 2^28 (scores that large are accepted,
+kernels.launcher.max_scaled_scale) overflows the 16-bit probabilities above and underflows the largest below;
+clamping it, or lowering m, weights near-ties alike (issue 22). The count per score is the same (FADD and FMUL
+against FFMA and a clamp), and Triton's interpreter computes exactly what the GPU does.
 
 Neither the N x N scores nor the probabilities are ever written to memory: a step's tiles live in registers and
 shared memory, and the program reads its Q once, each K and V tile once, and writes its O once. Grouped-query
 attention: query head h reads key/value head h // (H / H_kv); K and V are never repeated.
 
 Scores of -inf (keys masked, or -inf in the inputs) are guarded as FlashAttention guards them, at no cost in the
-loop: ``m_i`` starts at NO_SCORE, the most negative finite float32, instead of -inf, and its scaled value m is not
-below NO_SCORE, so that m is finite for a row whose scores so far are all -inf (a whole key block of them, or every
-key it sees), and the exponent is then -inf (probability 0) instead of -inf - (-inf) = NaN; ``alpha`` multiplies acc = 0
+loop: ``m_i`` starts at NO_SCORE, the most negative finite float32, instead of -inf, so that ``m_new`` is finite for
+a row whose scores so far are all -inf (a whole key block of them, or every key it sees), and the exponent is then
+-inf (probability 0) instead of -inf - (-inf) = NaN; ``alpha`` multiplies acc = 0
 and l_i = 0 when a finite score first comes (and is 0 itself unless that score is near NO_SCORE; a difference that
 overflows float32 is -inf, whose exponential, 0, is the right limit: m_new is the maximum, so no difference
 overflows upwards). A row that sees no finite score at all ends with l_i = 0 and acc = 0, and its output is 0, as
@@ -181,32 +182,18 @@ HOST_TMA = tl.constexpr(2)      # TMA descriptors of the whole (B, heads, N, HEA
 RESCALE_THRESHOLD = tl.constexpr(8.0)
 RESCALE_THRESHOLD_LN = tl.constexpr(8.0 * 0.6931471805599453)
 
-# The running maximum's start (see the module's notes on -inf scores): finite, and no finite score (nor its scaled
-# value) is below it.
+# The running maximum's start (see the module's notes on -inf scores): finite, and no finite score is below it.
 NO_SCORE = tl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 
 @triton.jit
-def _scaled_max(m_i, qk_scale, PRESCALE_Q: tl.constexpr):
-    """The running maximum m_i of the scores (q k^T, or of Q scaled at load under PRESCALE_Q) in the exponent's
-    units, exactly, as the pair (m, r): m = m_i * qk_scale rounded to float32, not below NO_SCORE, and r =
-    fma(m_i, qk_scale, -m) the product's rounding error, which float32 holds exactly (0 where the product is not
-    finite). See the module's notes on the exponent."""
-    if PRESCALE_Q:  # the scores are already the products, rounded
-        return m_i, tl.zeros_like(m_i)
-    product = m_i * qk_scale
-    m = tl.maximum(product, NO_SCORE)     # NO_SCORE * qk_scale overflows to -inf where qk_scale > 1
-    r = tl.where(tl.abs(product) < float("inf"), tl.fma(m_i, qk_scale, -m), 0.0)
-    return m, r
-
-
-@triton.jit
-def _exponent(s, m, r, qk_scale, PRESCALE_Q: tl.constexpr):
-    """s * qk_scale - (m + r), rounded twice and never above the exact value's bound: the FFMA rounds
-    s * qk_scale - m once, which is at most r wherever s is at most the maximum (r is a float32), and subtracting r
-    leaves at most 0, exactly 0 for the maximum itself."""
+def _exponent(s, m, qk_scale, PRESCALE_Q: tl.constexpr):
+    """The exponent of s under the running maximum m of the scores: (s - m) * qk_scale, the difference taken before
+    the scale (PRESCALE_Q: s - m, the scores already scaled). Both roundings are monotone, so it is at most 0
+    wherever s is at most m and exactly 0 for s = m: no clamp is needed at any accepted scale, and near-ties keep
+    their weights (a difference of scores within a factor of 2 of each other is exact). See the module's notes."""
     if PRESCALE_Q:
         return s - m
-    return tl.fma(s, qk_scale, -m) - r
+    return (s - m) * qk_scale
 
 
 @triton.jit
@@ -280,29 +267,26 @@ def _softmax_pv(acc, l_i, m_i, s, v_src, start_n, offs_m, N, qk_scale,
         if IS_CAUSAL:
             keep = keep & (offs_m[:, None] >= offs_n[None, :])
         s = tl.where(keep, s, float("-inf"))
-    # The running maximum is kept on the scores as they come (max does not round), and scaled exactly, as
-    # (m, r), where it is used (`_scaled_max`, `_exponent`; the module's notes on the exponent).
+    # The running maximum is kept on the scores as they come (max does not round); `_exponent` scales the
+    # difference from it (the module's notes on the exponent).
     m_new = tl.maximum(m_i, tl.max(s, 1))
-    m_scaled, r_scaled = _scaled_max(m_new, qk_scale, PRESCALE_Q)
     if LAZY_RESCALE:
         # Keep the old maxima (and skip the rescale of acc) unless some row's maximum grew by more than
         # RESCALE_THRESHOLD in log units: the probabilities are then at most 2**8 (exp2) instead of 1, which float32
         # sums and 16-bit P hold without loss. One decision for the whole block, so the branch is uniform.
-        m_old, r_old = _scaled_max(m_i, qk_scale, PRESCALE_Q)
-        grew = tl.where(_exponent(m_new, m_old, r_old, qk_scale, PRESCALE_Q) > GROWTH, 1, 0)
+        grew = tl.where(_exponent(m_new, m_i, qk_scale, PRESCALE_Q) > GROWTH, 1, 0)
         if tl.max(grew, 0) > 0:
-            alpha = EXP(_exponent(m_i, m_scaled, r_scaled, qk_scale, PRESCALE_Q))
+            alpha = EXP(_exponent(m_i, m_new, qk_scale, PRESCALE_Q))
             acc = acc * alpha[:, None]
             l_i = l_i * alpha
             m_i = m_new
         m_new = m_i
-        m_scaled, r_scaled = _scaled_max(m_new, qk_scale, PRESCALE_Q)
     # At most 0 (RESCALE_THRESHOLD under LAZY_RESCALE), 0 for the row's largest score: no 16-bit probability
     # overflows at any accepted scale, the largest never underflows, and near-ties keep their weights. NaN
     # propagates (a NaN score keeps its row NaN, as in SDPA); -inf stays -inf (probability 0).
-    p = EXP(_exponent(s, m_scaled[:, None], r_scaled[:, None], qk_scale, PRESCALE_Q))
+    p = EXP(_exponent(s, m_new[:, None], qk_scale, PRESCALE_Q))
     if not LAZY_RESCALE:
-        alpha = EXP(_exponent(m_i, m_scaled, r_scaled, qk_scale, PRESCALE_Q))
+        alpha = EXP(_exponent(m_i, m_new, qk_scale, PRESCALE_Q))
     v = _load_v(v_src, start_n, N, MASKED, BLOCK_N, HEAD_DIM, MEMORY)
     p_lo = p.to(v.dtype)
     if LAZY_RESCALE:

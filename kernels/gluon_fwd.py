@@ -27,24 +27,24 @@ scores and the running output ``acc``, all in float32 (``kernels.flash_fwd`` giv
 
     s     = q @ k^T                          (warpgroup MMA, float32 accumulate)
     m_new = max(m_i, rowmax(s))
-    m, r  = m_new * qk_scale rounded, and its rounding error fma(m_new, qk_scale, -m)     (per row)
-    p     = exp2(fma(s, qk_scale, -m) - r)   (one FFMA, one FADD and one MUFU.EX2 per score)
-    alpha = exp2(fma(m_i, qk_scale, -m) - r)
+    p     = exp2((s - m_new) * qk_scale)     (one FADD, one FMUL and one MUFU.EX2 per score)
+    alpha = exp2((m_i - m_new) * qk_scale)
     l_i   = l_i * alpha + rowsum(p)
     acc   = acc * alpha + p.to(fp16/bf16) @ v
     out   = acc / l_i                        (after the last step)
 
-``m_i`` starts at NO_SCORE, the most negative finite float32, not -inf, and m is not below NO_SCORE: a row whose
-scores so far are all -inf (keys of -inf in the inputs) then has a finite m, and its probabilities are exp2(-inf) = 0
-rather than exp2(-inf - (-inf)) = NaN; a row that sees no finite score ends with l_i = 0 and acc = 0, and its output
+``m_i`` starts at NO_SCORE, the most negative finite float32, not -inf: a row whose scores so far are all -inf
+(keys of -inf in the inputs) then has a finite ``m_new``, and its probabilities are exp2(-inf) = 0 rather than
+exp2(-inf - (-inf)) = NaN; a row that sees no finite score ends with l_i = 0 and acc = 0, and its output
 is 0, as PyTorch's scaled_dot_product_attention gives (``kernels.flash_fwd`` guards its running maximum the same way).
-The scaled maximum is exact, as m + r, so every exponent is at most 0 and the largest score's exactly 0, with no
-clamp: a rounded maximum alone puts the largest score's exponent up to half a unit in the last place of m above or
-below 0, which from |m| >= 2^28 overflows the 16-bit probabilities or underflows the largest (issue 22;
-``kernels.flash_fwd``'s notes say more). A NaN score keeps its row NaN, as in PyTorch.
+The difference from the maximum is taken before the scale, so every exponent is at most 0 and the largest score's
+exactly 0, with no clamp: FlashAttention's fma(s, qk_scale, -m) against a rounded scaled maximum m puts the largest
+score's exponent up to half a unit in the last place of m above or below 0, which from |m| >= 2^28 overflows the
+16-bit probabilities or underflows the largest (issue 22; ``kernels.flash_fwd``'s notes say more). A NaN score
+keeps its row NaN, as in PyTorch.
 
 The host folds log2(e) into ``qk_scale`` (softmax scale x log2(e)), so the exponential is the hardware's base-2
-one and the scale costs nothing beyond the FFMA that subtracts the maximum. Query head h reads key/value head
+one and the scale costs one FMUL per score. Query head h reads key/value head
 h // GROUP (grouped-query attention; K and V are never repeated).
 
 The schedule (v13's)
@@ -370,7 +370,7 @@ PRODUCER_WARP_NUM_REGS = 24
 PRODUCER_WARP_MAXNREG = 128
 PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
-# The running maximum's start (see "The algorithm"): finite, and no finite score (nor its scaled value) is below it.
+# The running maximum's start (see "The algorithm"): finite, and no finite score is below it.
 NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
 # consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
@@ -517,21 +517,9 @@ def _issue_load(desc, smem, bars, j, n_total, kv_b, kv_h, BLOCK_N: gl.constexpr,
 
 
 @gluon.jit
-def _scaled_max(m_i, qk_scale):
-    """The running maximum m_i of the scores in the exponent's units, exactly, as the pair (m, r): m = m_i * qk_scale
-    rounded, not below NO_SCORE, and r = fma(m_i, qk_scale, -m) its rounding error (0 where the product is not
-    finite), as kernels.flash_fwd's `_scaled_max`."""
-    product = m_i * qk_scale
-    m = gl.maximum(product, NO_SCORE)     # NO_SCORE * qk_scale overflows to -inf where qk_scale > 1
-    r = gl.where(gl.abs(product) < float("inf"), gl.fma(m_i, qk_scale, -m), 0.0)
-    return m, r
-
-
-@gluon.jit
-def _exponent(s, m, r, qk_scale):
-    """fma(s, qk_scale, -m) - r: at most 0 wherever s is at most the maximum, 0 for the maximum itself (as
-    kernels.flash_fwd's `_exponent`)."""
-    return gl.fma(s, qk_scale, -m) - r
+def _exponent(s, m, qk_scale):
+    """(s - m) * qk_scale: at most 0 wherever s is at most m, 0 for s = m (kernels.flash_fwd's `_exponent`)."""
+    return (s - m) * qk_scale
 
 
 @gluon.jit
@@ -598,9 +586,8 @@ def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, 1))
-    m, r = _scaled_max(m_new, qk_scale)
-    p = gl.exp2(_exponent(s, m[:, None], r[:, None], qk_scale))
-    alpha = gl.exp2(_exponent(m_i, m, r, qk_scale))
+    p = gl.exp2(_exponent(s, m_new[:, None], qk_scale))
+    alpha = gl.exp2(_exponent(m_i, m_new, qk_scale))
     l_i = l_i * alpha + gl.sum(p, 1)
     acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
     p_op = gl.convert_layout(p.to(k_desc.dtype), p_layout)
@@ -652,9 +639,8 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, 1))
-    m, r = _scaled_max(m_new, qk_scale)
-    p = gl.exp2(_exponent(s, m[:, None], r[:, None], qk_scale))
-    alpha = gl.exp2(_exponent(m_i, m, r, qk_scale))
+    p = gl.exp2(_exponent(s, m_new[:, None], qk_scale))
+    alpha = gl.exp2(_exponent(m_i, m_new, qk_scale))
     l_i = l_i * alpha + gl.sum(p, 1)
     return p, alpha, l_i, m_new
 

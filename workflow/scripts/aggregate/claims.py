@@ -27,7 +27,8 @@ and runs that scatter evenly on both sides of zero have not, however large the s
   hold otherwise.
 - static: a count in the compiled code: holds if as many FFMAs leave as FADDs arrive, and more than none.
 - premise: if the component's premise is false on this GPU at its shape (working_set_exceeds_l2: Q, K, V and O
-  fit in the L2), the component is "not testable here", whatever was measured.
+  fit in the L2) or in this build (exponent_is_one_ffma: v7's exponentials are not each one fused FFMA), the
+  component is "not testable here", whatever was measured.
 
 Times are the column selection.RATIO_TIME of per_run.csv (the kernels alone), as every ratio to a backend is.
 
@@ -203,6 +204,10 @@ class Ours:
     def premise_holds(self, premise: str, N: int) -> bool:
         if not isinstance(premise, str) or not premise:
             return True
+        if premise == "exponent_is_one_ffma":
+            # C10's: Triton fuses the article's s * scale - m into one FFMA per exponential (v7's, the article's last
+            # stage, in the sm_90 build); false since issue 22's exact exponent, (s - m) * scale
+            return self.static("v7", "sass.FFMA") >= self.static("v7", "sass.MUFU.EX2") > 0
         if premise == "working_set_exceeds_l2":
             shape = Shape(**{**_HEADLINE.as_dict(), "N": N})
             tile = selection.ARTICLE_TILE
