@@ -8,7 +8,11 @@ A run's checksums say its files are the ones sealed; these say the files are wha
 - statuses: every row's status is one a step writes (STATUSES), spelt exactly;
 - within_tolerance: a row judged ok is within its bound: correctness.csv records its tolerance; a bench row does not,
   and is held to the fixed bound of its dtype (kernels.accuracy.TOLERANCE, the judge's bound without PyTorch's
-  output: every committed bench row is within a third of it);
+  output: every committed bench row is within a third of it); an ok row needs a finite error of at least 0, a finite
+  bound above 0 and no poison left (unwritten 0);
+- recorded_bounds: a correctness.csv's recorded tolerance is the judge's bound for the row's dtype and recorded
+  PyTorch error, recomputed (the rule of today, or the one before ba76eb2 for the early runs);
+- json_problems: every sealed env.json, and every snapshots.jsonl line, is a JSON object;
 - env_problems: every measurement file has its step's env.json beside it, sealed, with a source_sha256 of 64 hex
   digits;
 - ceilings_problems: the ceilings are finite and not negative.
@@ -79,6 +83,48 @@ def within_tolerance(df: pd.DataFrame, path, fixed: dict | None = None) -> list:
             problems.append(f"{path}: rows judged ok with output elements left unwritten (unwritten not 0): "
                             f"{_some(f'line {i + 2} ({u!r})' for i, u in zip(left.index, left.unwritten))}; {FIX}")
     return problems
+
+
+def judge_bounds(df: pd.DataFrame) -> dict:
+    """The bound kernels.accuracy.judge gives each row (dtype, torch_default_rel_error), by the rule of today
+    ('judge': PYTORCH_FACTOR x max(PyTorch's error, a quarter of the dtype's unit roundoff), TOLERANCE where PyTorch
+    gave none or overflowed) and by the rule before commit ba76eb2 ('before ba76eb2': the larger of TOLERANCE and
+    PYTORCH_FACTOR x PyTorch's error), which the committed runs up to run-17-x2 were judged by."""
+    from kernels.accuracy import PYTORCH_FACTOR, TOLERANCE, UNIT_ROUNDOFF
+    name = lambda d: str(d).removeprefix("torch.")             # noqa: E731
+    fixed = {name(d): t for d, t in TOLERANCE.items()}
+    roundoff = {name(d): u for d, u in UNIT_ROUNDOFF.items()}
+    pt = pd.to_numeric(df.get("torch_default_rel_error", pd.Series(float("nan"), index=df.index)),
+                       errors="coerce").astype(float)
+    now, before = [], []
+    for d, p in zip(df.dtype, pt):
+        f = fixed.get(d, float("nan"))
+        none = not math.isfinite(p)
+        now.append(f if none else PYTORCH_FACTOR * max(p, roundoff.get(d, float("nan")) / 4))
+        before.append(f if none else max(f, PYTORCH_FACTOR * p))
+    return {"judge": pd.Series(now, index=df.index), "before ba76eb2": pd.Series(before, index=df.index)}
+
+
+def recorded_bounds(df: pd.DataFrame, path) -> list:
+    """A correctness.csv's rows judged ok whose recorded tolerance is not the bound the judge gives for their dtype and
+    recorded PyTorch error (judge_bounds), under one rule for the whole file: the recorded bound is not trusted."""
+    if not {"status", "tolerance", "dtype"} <= set(df):
+        return []                                   # said by the column and status checks
+    ok = df[df.status == "ok"]
+    if ok.empty:
+        return []
+    tol = pd.to_numeric(ok.tolerance, errors="coerce").astype(float)
+    off = {}
+    for rule, want in judge_bounds(ok).items():
+        off[rule] = ok[~((tol - want).abs() <= 1e-9 * want.abs())]
+    rule = min(off, key=lambda r: len(off[r]))
+    bad = off[rule]
+    if bad.empty:
+        return []
+    want = judge_bounds(bad)[rule]
+    lines = [f"line {i + 2} ({t!r}, the judge's {w:.6g})" for i, t, w in zip(bad.index, bad.tolerance, want)]
+    return [f"{path}: rows whose tolerance is not the judge's bound for their dtype and torch_default_rel_error "
+            f"(kernels.accuracy; the rule {rule!r}, nearest the file's): {_some(lines)}; {FIX}"]
 
 
 def judged_ok_problem(row: dict, fixed: dict | None = None) -> str | None:

@@ -225,3 +225,17 @@ def test_a_run_copied_with_its_seeds_redrawn_is_refused(run, tmp_path):
     recorded = aggregate.load([run, copy], "timings.csv")
     with pytest.raises(aggregate.DataError, match=r"rows with one key, median and mean time \(a row copied"):
         aggregate.check_timings(recorded)
+
+
+def loose(t, tolerance, rel_error):
+    i = t.index[(t.status == "ok") & (t.dtype == "float16")][0]
+    t.loc[i, ["tolerance", "rel_error"]] = [tolerance, rel_error]
+
+
+@pytest.mark.parametrize("tolerance, rel_error", [(1.0, 0.5), (0.05, 0.02)], ids=["DN5", "DN5c"])
+def test_a_correctness_row_whose_tolerance_is_not_the_judges_bound_is_refused(run, tolerance, rel_error):
+    """DN5/DN5c: an ok row with rel_error 0.5 under a recorded tolerance of 1.0, or 0.02 under 0.05: the recorded
+    tolerance was trusted; now recomputed from the row's dtype and torch_default_rel_error (kernels.accuracy)."""
+    edit(run / "verify" / "correctness.csv", lambda t: loose(t, tolerance, rel_error))
+    contents(run, r"verify/correctness.csv: rows whose tolerance is not the judge's bound for their dtype and "
+                  rf"torch_default_rel_error .*: line \d+ \({tolerance}, the judge's 0.001\)")

@@ -323,7 +323,7 @@ def check_contents(run_dirs) -> None:
         for f in sorted(x for x in sealed if x.name == "correctness.csv"):
             df = pd.read_csv(f)
             problems += (run_checks.statuses(df, f) + run_checks.within_tolerance(df, f)
-                         + run_checks.duplicated_cases(df, f))
+                         + run_checks.recorded_bounds(df, f) + run_checks.duplicated_cases(df, f))
         for f in sorted(x for x in sealed if x.name == "ceilings.csv"):
             problems += run_checks.ceilings_problems(pd.read_csv(f), f)
     if problems:
