@@ -12,7 +12,11 @@ Without PyTorch's output the bound is the fixed TOLERANCE of the device tool's m
 between 1e-3 and 1e-2; float16, with three more mantissa bits, at the low end of that band). So it is where PyTorch's
 output is not finite (its 16-bit scores overflowed: plain_attention on scores beyond float16's range) while the
 reference is: PyTorch has no error to measure there, and an infinite bound would pass any output. An output that still
-holds the poison (NaN) anywhere fails before any norm is taken.
+holds the poison (NaN) anywhere the reference is finite fails before any norm is taken.
+Where the float64 reference is not finite (an inf or NaN in the inputs), the output must be non-finite exactly there
+(and equal to it where it is +-inf; PyTorch's value where the reference is NaN and PyTorch's output a number: a row
+with no finite score), and both errors are taken over the reference's finite elements, so an inf in the inputs no
+longer makes the bound infinite. The judge is for 16-bit outputs: a float32 one is refused (TypeError).
 """
 from __future__ import annotations
 
@@ -41,15 +45,44 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def judge(out: torch.Tensor, ref: torch.Tensor, pytorch: torch.Tensor | None = None) -> dict:
     """{'rel_error', 'unwritten' (count of poison left), 'tolerance' (the bound), 'pytorch_rel_error' (None without
-    PyTorch's output), 'ok'} for one output; `pytorch` is PyTorch's output on the same inputs (see above)."""
-    unwritten = int(torch.isnan(out).sum().item())
-    err = relative_error(out, ref)
+    PyTorch's output), 'nonfinite_mismatch' (elements whose finiteness is not the reference's), 'ok'} for one 16-bit
+    output; `pytorch` is PyTorch's output on the same inputs (see above).
+
+    Where the float64 reference is not finite (an inf or NaN in the inputs), the output must be non-finite exactly
+    there, and equal to it where it is +inf or -inf; where the reference is NaN and PyTorch's output is finite (a row
+    with no finite score: SDPA gives 0) the output must be PyTorch's value. The errors (the output's and PyTorch's)
+    are taken over the reference's finite elements only, so an inf in the inputs never makes the bound infinite."""
+    if out.dtype not in TOLERANCE:
+        raise TypeError(f"judge is for the kernel's 16-bit outputs ({', '.join(map(str, TOLERANCE))}): its bound is "
+                        f"PyTorch's error at that precision, or the fixed bound of that dtype; got {out.dtype}. Judge "
+                        f"a float32 output with relative_error against the reference and a bound of your own")
+    ref64 = ref.to(torch.float64)
+    finite = torch.isfinite(ref64)
+    expected_nonfinite = ~finite
+    excused = torch.zeros_like(finite)
+    if pytorch is not None:
+        excused = torch.isnan(ref64) & torch.isfinite(pytorch)
+        expected_nonfinite &= ~excused
+    out_nonfinite = ~torch.isfinite(out)
+    mismatch = out_nonfinite != expected_nonfinite
+    infinite = torch.isinf(ref64)
+    mismatch |= infinite & (out.to(torch.float64) != ref64)
+    if pytorch is not None:
+        mismatch |= excused & (out != pytorch.to(out.dtype))
+    n_mismatch = int(mismatch.sum().item())
+    unwritten = int((torch.isnan(out) & ~expected_nonfinite).sum().item())
+    all_finite = bool(finite.all())
+    err = (relative_error(out, ref) if all_finite else
+           relative_error(out[finite], ref[finite]) if finite.any() else 0.0)
+    if n_mismatch:
+        err = math.inf
     if pytorch is None:
         torch_err, tol = None, TOLERANCE[out.dtype]
     else:
-        torch_err = relative_error(pytorch, ref)
+        torch_err = (relative_error(pytorch, ref) if all_finite else
+                     relative_error(pytorch[finite], ref[finite]) if finite.any() else 0.0)
         tol = PYTORCH_FACTOR * max(torch_err, UNIT_ROUNDOFF[out.dtype] / 4)
-        if torch_err == math.inf and bool(torch.isfinite(ref).all()):   # PyTorch overflowed where float64 did not
+        if torch_err == math.inf:     # PyTorch overflowed where float64 did not: no error of its own to measure
             tol = TOLERANCE[out.dtype]
     return {"rel_error": err, "unwritten": unwritten, "tolerance": tol, "pytorch_rel_error": torch_err,
-            "ok": unwritten == 0 and err <= tol}
+            "nonfinite_mismatch": n_mismatch, "ok": unwritten == 0 and n_mismatch == 0 and err <= tol}

@@ -3,8 +3,9 @@ is parsed (workflow/rules/common.smk) and wherever a config or a run's plan.yaml
 a slip fails at once, naming its key and the fix, not inside a GPU job or at the aggregate step:
 
 - duplicate keys: YAML (and Snakemake's loader) keeps the last of a key given twice, silently; load_yaml refuses it,
-  naming the file, the key and both lines (keys compared as YAML constructs them: 16 and 0x10 are one); and a plain
-  value such as 1:30, a base-60 number to YAML 1.1 (90);
+  naming the file, the key and both lines (keys compared as the dict YAML builds compares them: 16, 0x10 and 16.0
+  are one, and 1 and true); and a plain value such as 1:30, a base-60 number to YAML 1.1 (90), or 050, an octal
+  one (40);
 - numbers that are not finite: NaN passes every bound of a JSON schema (each comparison with it is false), and
   infinity passes a lower bound; check_numbers refuses NaN everywhere and infinity wherever the schema bounds the
   number;
@@ -45,12 +46,13 @@ def _key_path(parent: str, key) -> str:
 
 
 def _key_value(key_node) -> tuple:
-    """A scalar key as YAML constructs it, with its type: 16, 0x10 and 0o20 are one key; '16' (a string) another."""
+    """A scalar key as YAML constructs it, compared as the dict it goes into compares keys: 16, 0x10, 16.0 are one
+    key, and 1 and true; '16' (a string) another."""
     try:
         value = yaml.constructor.SafeConstructor().construct_object(key_node)
     except yaml.YAMLError:
         return (key_node.tag, key_node.value)
-    return (type(value).__name__, value)
+    return value         # as a dict holds it: 1 and true, 16 and 16.0 are one key there (equal, the same hash)
 
 
 SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
@@ -63,6 +65,20 @@ def _refuse_sexagesimal(node, name: str, path: str) -> None:
         value = yaml.constructor.SafeConstructor().construct_object(node)
         raise ConfigError(f"{name}, line {node.start_mark.line + 1}: {path}: {node.value} is read by YAML 1.1 as a "
                           f"base-60 number ({value}), not a time: write the number itself (e.g. {value})")
+
+
+OCTAL = re.compile(r"[-+]?0[0-7_]+")
+
+
+def _refuse_octal(node, name: str, path: str) -> None:
+    """A plain scalar such as 050, which YAML 1.1 (PyYAML) reads as an octal number (40): refused, naming it."""
+    if (isinstance(node, yaml.ScalarNode) and node.style is None and OCTAL.fullmatch(node.value)
+            and node.tag == "tag:yaml.org,2002:int"):
+        value = yaml.constructor.SafeConstructor().construct_object(node)
+        decimal = node.value.replace("_", "").lstrip("+-").lstrip("0") or "0"
+        raise ConfigError(f"{name}, line {node.start_mark.line + 1}: {path}: {node.value} is read by YAML 1.1 as an "
+                          f"octal number ({value}), for its leading zero: write {decimal} (no leading zero) if you "
+                          f"mean {decimal}, or {value}")
 
 
 def _refuse_duplicates(node, name: str, parent: str = "", seen=None) -> None:
@@ -83,12 +99,15 @@ def _refuse_duplicates(node, name: str, parent: str = "", seen=None) -> None:
                         f"{name}, line {line}: the key {path} is given twice (first at line {first[ident]}); YAML "
                         f"keeps the last one silently: keep one of them")
                 first[ident] = line
+                _refuse_octal(key_node, name, path)
                 _refuse_sexagesimal(value_node, name, path)
+                _refuse_octal(value_node, name, path)
                 _refuse_duplicates(value_node, name, path, seen)
             else:
                 _refuse_duplicates(value_node, name, parent, seen)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
+            _refuse_octal(item, name, f"{parent}[{i}]")
             _refuse_duplicates(item, name, f"{parent}[{i}]", seen)
 
 

@@ -8,7 +8,11 @@ A run's checksums say its files are the ones sealed; these say the files are wha
 - statuses: every row's status is one a step writes (STATUSES), spelt exactly;
 - within_tolerance: a row judged ok is within its bound: correctness.csv records its tolerance; a bench row does not,
   and is held to the fixed bound of its dtype (kernels.accuracy.TOLERANCE, the judge's bound without PyTorch's
-  output: every committed bench row is within a third of it);
+  output: every committed bench row is within a third of it); an ok row needs a finite error of at least 0, a finite
+  bound above 0 and no poison left (unwritten 0);
+- recorded_bounds: a correctness.csv's recorded tolerance is the judge's bound for the row's dtype and recorded
+  PyTorch error, recomputed (the rule of today, or the one before ba76eb2 for the early runs);
+- json_problems: every sealed env.json, and every snapshots.jsonl line, is a JSON object;
 - env_problems: every measurement file has its step's env.json beside it, sealed, with a source_sha256 of 64 hex
   digits;
 - ceilings_problems: the ceilings are finite and not negative.
@@ -52,18 +56,92 @@ def statuses(df: pd.DataFrame, path) -> list:
 
 def within_tolerance(df: pd.DataFrame, path, fixed: dict | None = None) -> list:
     """Rows judged ok whose rel_error is above their tolerance (the column), or, for a file without one (a bench
-    step's), above fixed[dtype]; a row judged ok without a finite error is refused too."""
+    step's), above fixed[dtype]; a row judged ok is refused too without a finite error of at least 0 or without a
+    finite bound above 0 (the judge gives nothing else), and, where the file counts the poison left (unwritten),
+    with any left."""
+    if "status" not in df:
+        return []                                   # said by statuses
     ok = df[df.status == "ok"]
-    err = pd.to_numeric(ok.get("rel_error"), errors="coerce")
+    err = (pd.to_numeric(ok.rel_error, errors="coerce").astype(float) if "rel_error" in ok
+           else pd.Series(float("nan"), index=ok.index))
     if "tolerance" in ok:
-        tol = pd.to_numeric(ok.tolerance, errors="coerce")
+        tol = pd.to_numeric(ok.tolerance, errors="coerce").astype(float)
     else:
-        tol = ok.dtype.map(fixed or {}).astype(float)
-    bad = ok[~(err <= tol)]            # NaN on either side is not within
+        tol = ok.dtype.map(fixed or {}).astype(float) if "dtype" in ok else pd.Series(float("nan"), index=ok.index)
+    judged = err.map(math.isfinite) & (err >= 0) & tol.map(math.isfinite) & (tol > 0)
+    bad = ok[~(judged & (err <= tol))]            # NaN on either side is not within
+    problems = []
+    if not bad.empty:
+        lines = [f"line {i + 2} ({e:.3g} > {t:.3g})" if e > t else
+                 f"line {i + 2} ({e:.3g}, bound {t:.3g}: not a finite error of at least 0 within a finite bound "
+                 f"above 0)" for i, e, t in zip(bad.index, err[bad.index], tol[bad.index])]
+        problems.append(f"{path}: rows judged ok with rel_error above their tolerance (or none): {_some(lines)}; "
+                        f"{FIX}")
+    if "unwritten" in ok:
+        left = ok[~(pd.to_numeric(ok.unwritten, errors="coerce") == 0)]
+        if not left.empty:
+            problems.append(f"{path}: rows judged ok with output elements left unwritten (unwritten not 0): "
+                            f"{_some(f'line {i + 2} ({u!r})' for i, u in zip(left.index, left.unwritten))}; {FIX}")
+    return problems
+
+
+def judge_bounds(df: pd.DataFrame) -> dict:
+    """The bound kernels.accuracy.judge gives each row (dtype, torch_default_rel_error), by the rule of today
+    ('judge': PYTORCH_FACTOR x max(PyTorch's error, a quarter of the dtype's unit roundoff), TOLERANCE where PyTorch
+    gave none or overflowed) and by the rule before commit ba76eb2 ('before ba76eb2': the larger of TOLERANCE and
+    PYTORCH_FACTOR x PyTorch's error), which the committed runs up to run-17-x2 were judged by."""
+    from kernels.accuracy import PYTORCH_FACTOR, TOLERANCE, UNIT_ROUNDOFF
+    name = lambda d: str(d).removeprefix("torch.")             # noqa: E731
+    fixed = {name(d): t for d, t in TOLERANCE.items()}
+    roundoff = {name(d): u for d, u in UNIT_ROUNDOFF.items()}
+    pt = pd.to_numeric(df.get("torch_default_rel_error", pd.Series(float("nan"), index=df.index)),
+                       errors="coerce").astype(float)
+    now, before = [], []
+    for d, p in zip(df.dtype, pt):
+        f = fixed.get(d, float("nan"))
+        none = not math.isfinite(p)
+        now.append(f if none else PYTORCH_FACTOR * max(p, roundoff.get(d, float("nan")) / 4))
+        before.append(f if none else max(f, PYTORCH_FACTOR * p))
+    return {"judge": pd.Series(now, index=df.index), "before ba76eb2": pd.Series(before, index=df.index)}
+
+
+def recorded_bounds(df: pd.DataFrame, path) -> list:
+    """A correctness.csv's rows judged ok whose recorded tolerance is not the bound the judge gives for their dtype and
+    recorded PyTorch error (judge_bounds), under one rule for the whole file: the recorded bound is not trusted."""
+    if not {"status", "tolerance", "dtype"} <= set(df):
+        return []                                   # said by the column and status checks
+    ok = df[df.status == "ok"]
+    if ok.empty:
+        return []
+    tol = pd.to_numeric(ok.tolerance, errors="coerce").astype(float)
+    off = {}
+    for rule, want in judge_bounds(ok).items():
+        off[rule] = ok[~((tol - want).abs() <= 1e-9 * want.abs())]
+    rule = min(off, key=lambda r: len(off[r]))
+    bad = off[rule]
     if bad.empty:
         return []
-    lines = [f"line {i + 2} ({e:.3g} > {t:.3g})" for i, e, t in zip(bad.index, err[bad.index], tol[bad.index])]
-    return [f"{path}: rows judged ok with rel_error above their tolerance (or none): {_some(lines)}; {FIX}"]
+    want = judge_bounds(bad)[rule]
+    lines = [f"line {i + 2} ({t!r}, the judge's {w:.6g})" for i, t, w in zip(bad.index, bad.tolerance, want)]
+    return [f"{path}: rows whose tolerance is not the judge's bound for their dtype and torch_default_rel_error "
+            f"(kernels.accuracy; the rule {rule!r}, nearest the file's): {_some(lines)}; {FIX}"]
+
+
+def judged_ok_problem(row: dict, fixed: dict | None = None) -> str | None:
+    """Why a row (dict of strings) judged ok is not within its bound (its tolerance, else fixed[dtype]), as
+    within_tolerance says; None where it is."""
+    tol = row.get("tolerance") or (fixed or {}).get(row.get("dtype"))
+    if tol in (None, ""):
+        return "judged ok with no bound (no tolerance, and no fixed bound of its dtype)"
+    try:
+        err, bound = float(row.get("rel_error")), float(tol)
+    except (TypeError, ValueError):
+        return f"judged ok with rel_error {row.get('rel_error')!r} or bound {tol!r} not a number"
+    if not (math.isfinite(err) and err >= 0 and math.isfinite(bound) and bound > 0 and err <= bound):
+        return f"judged ok with rel_error {row.get('rel_error')!r} not within its bound {tol!r}"
+    if row.get("unwritten") not in (None, "") and row.get("unwritten") != "0":
+        return f"judged ok with {row.get('unwritten')!r} output elements left unwritten"
+    return None
 
 
 def duplicated_cases(df: pd.DataFrame, path, by=("case",)) -> list:
@@ -106,6 +184,36 @@ def rows_against_plan(df: pd.DataFrame, path, expected: dict, variants_run: set,
     return problems
 
 
+def json_problems(sealed) -> list:
+    """Every sealed env.json is one JSON object, and every line of a sealed snapshots.jsonl (but a blank one) is one
+    (the steps write nothing else there): the readers take their fields by name."""
+    problems = []
+    for f in sorted(map(Path, sealed)):
+        if f.name == "env.json":
+            try:
+                e = json.loads(f.read_text())
+            except json.JSONDecodeError as err:
+                problems.append(f"{f}: not JSON ({err}); {FIX}")
+                continue
+            if not isinstance(e, dict):
+                problems.append(f"{f}: not a JSON object (a {type(e).__name__}): gpu_env writes one object of "
+                                f"named fields; {FIX}")
+        elif f.name == "snapshots.jsonl":
+            for n, line in enumerate(f.read_text().splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    e = json.loads(line)
+                except json.JSONDecodeError as err:
+                    problems.append(f"{f}: line {n} is not a JSON object ({err.msg}, column {err.colno}): a torn "
+                                    f"or edited snapshot; {FIX}")
+                    continue
+                if not isinstance(e, dict):
+                    problems.append(f"{f}: line {n} is not a JSON object (a {type(e).__name__}): a torn or edited "
+                                    f"snapshot; {FIX}")
+    return problems
+
+
 def env_problems(sealed) -> list:
     """Every sealed measurement file (MEASUREMENTS) has its step's env.json sealed beside it, and every sealed
     env.json is JSON with a source_sha256 of 64 hex digits."""
@@ -121,6 +229,9 @@ def env_problems(sealed) -> list:
             except json.JSONDecodeError as err:
                 problems.append(f"{f}: not JSON ({err}); {FIX}")
                 continue
+            if not isinstance(e, dict):
+                problems.append(f"{f}: not a JSON object (a {type(e).__name__}); {FIX}")
+                continue
             if not SHA256.fullmatch(str(e.get("source_sha256") or "")):
                 problems.append(f"{f}: source_sha256 {e.get('source_sha256')!r} is not a SHA-256 (64 hex digits, "
                                 f"gpu_env.source_sha256); {FIX}")
@@ -128,7 +239,9 @@ def env_problems(sealed) -> list:
 
 
 def ceilings_problems(df: pd.DataFrame, path) -> list:
-    v = pd.to_numeric(df.get("value"), errors="coerce")
+    if "value" not in df:
+        return [f"{path}: no value column (ceilings.py writes one: the ceiling of each row); {FIX}"]
+    v = pd.to_numeric(df.value, errors="coerce")
     bad = df[~(v.map(lambda x: math.isfinite(x)) & (v >= 0))] if len(df) else df
     if bad.empty:
         return []
@@ -152,8 +265,19 @@ def final_problems(final: Path, expected: dict, fixed: dict | None = None, key: 
     step writes and each row judged ok within its bound. The origin file is gone once the final file is there, so
     the rows are the witness."""
     df = pd.read_csv(final, dtype={key: str})
+    need = (key, "status", "rel_error") + (("tolerance",) if key == "case" else ("repeat", "impl", "variant", "set",
+                                                                              "dtype"))
+    missing = [c for c in need if c not in df]
+    if missing:                       # not a file a step wrote: nothing more can be read from it
+        return [f"{final}: no column {', '.join(missing)} (the step writes {', '.join(need)}); {RESUME_FIX}"]
     problems = statuses(df, final) + within_tolerance(df, final, fixed)
     if key == "case":
+        final_only = ("ok", "refused")   # verify writes its final file only when no case is WRONG
+        other = df[df.status.isin(STATUSES) & ~df.status.isin(final_only)]
+        if not other.empty:
+            problems.append(f"{final}: rows of a status verify never writes to its final file (it writes "
+                            f"correctness.csv only when no case is WRONG; a failure stays in the partial file): "
+                            f"{_some(f'line {i + 2} ({s!r})' for i, s in zip(other.index, other.status))}")
         missing, extra = sorted(set(expected) - set(df.case)), sorted(set(df.case) - set(expected))
         if missing:
             problems.append(f"{final}: cases this run asks for and the file has no row of: {_some(missing)}")
@@ -169,8 +293,9 @@ def final_problems(final: Path, expected: dict, fixed: dict | None = None, key: 
 def resumable(rows: list, expected: dict, fixed: dict | None = None, key: str = "key") -> tuple:
     """(kept, dropped) of a partial file's rows (dicts of strings): a row is dropped, to be measured again, where
     its key is not this run's, its repeat is not one the plan asks (bench), its status is not one a step writes,
-    or it is judged ok above its bound (its tolerance, else fixed[dtype]; a row with neither is not judged); each
-    dropped row with why."""
+    or it is judged ok without being within its bound (judged_ok_problem: its tolerance, else fixed[dtype]; a row
+    with neither, or with an error or bound not finite, negative, or poison left, is dropped); each dropped row
+    with why."""
     kept, dropped = [], []
     for r in rows:
         k = r.get(key, "")
@@ -181,13 +306,7 @@ def resumable(rows: list, expected: dict, fixed: dict | None = None, key: str = 
             why = f"status {r.get('status')!r} is not one a step writes"
         elif key == "key" and not (str(r.get("repeat", "")).isdigit() and int(r["repeat"]) < expected[k][2]):
             why = f"repeat {r.get('repeat')!r} is not one the plan asks ({expected[k][2]} repeats)"
-        elif r.get("status") == "ok" and (r.get("tolerance") or (fixed or {}).get(r.get("dtype"))):
-            tol = r.get("tolerance") or (fixed or {}).get(r.get("dtype"))
-            try:
-                within = float(r.get("rel_error")) <= float(tol)
-            except (TypeError, ValueError):
-                within = False
-            if not within:
-                why = f"judged ok with rel_error {r.get('rel_error')!r} above its bound {tol!r}"
+        elif r.get("status") == "ok":
+            why = judged_ok_problem(r, fixed)
         (dropped if why else kept).append((r, why) if why else r)
     return kept, dropped

@@ -18,7 +18,8 @@ ARGS = ["--device", "cpu", "--N", "16", "--stages", "v0"]
 
 
 def fake_case(case, device="cuda"):
-    return {"case": case.key, "variant": case.variant, "status": "ok", "rel_error": 1e-4, "tolerance": 1e-3}
+    return {"case": case.key, "variant": case.variant, "status": "ok", "rel_error": 1e-4, "unwritten": 0,
+            "tolerance": 1e-3}
 
 
 def test_verify_refuses_a_final_file_of_another_case_list(tmp_path, monkeypatch):
@@ -110,3 +111,82 @@ def test_bench_measures_again_resumed_rows_outside_the_plan(tmp_path, headline):
     keys = {e.key for e in entries}
     assert all(r["key"] in keys and int(r["repeat"]) < 99 for r in got)
     assert timed == [(0, rows[0]["key"])]
+
+
+def test_bench_names_a_foreign_final_files_missing_columns(tmp_path, headline):
+    """B0: a timings.csv with columns key,repeat only: AttributeError 'DataFrame' object has no attribute 'status'."""
+    m, entries, _ = headline
+    (tmp_path / "timings.csv").write_text(f"key,repeat\n{entries[0].key},0\n")
+    with pytest.raises(partial_csv.OriginError, match=r"timings.csv is there but is not this plan's: .*timings.csv: "
+                                                      r"no column status, rel_error, impl, variant, set, dtype"):
+        bench.run(m, entries, tmp_path, workers=1, log=lambda s: None, env=None)
+
+
+def own_final(tmp_path, monkeypatch):
+    monkeypatch.setattr(verify, "run_case", fake_case)
+    assert verify.main([*ARGS, "--out", str(tmp_path)]) == 0
+    path = tmp_path / "correctness.csv"
+    with open(path) as f:
+        return path, list(csv.DictReader(f))
+
+
+def rewrite_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+@pytest.mark.parametrize("change, error", [
+    (dict(status="WRONG", rel_error="0.5"), r"a status verify never writes to its final file .*line 2 \('WRONG'\)"),
+    (dict(rel_error="inf", tolerance="inf"), r"rows judged ok with rel_error above their tolerance \(or none\)"),
+    (dict(unwritten="5"), r"left unwritten"),
+], ids=["RN10_wrong", "inf", "RN8_unwritten"])
+def test_verify_refuses_its_final_file_with_rows_it_never_writes(tmp_path, monkeypatch, change, error):
+    """RN10 (a WRONG row: verify writes correctness.csv only when none is), an ok row with inf error and bound, an
+    ok row with poison left: each was taken as 'complete', rc 0."""
+    path, rows = own_final(tmp_path, monkeypatch)
+    rows[0].update(change)
+    rewrite_csv(path, rows)
+    with pytest.raises(partial_csv.OriginError, match=r"correctness.csv is there but is not this case list's: .*"
+                                                      + error):
+        verify.main([*ARGS, "--out", str(tmp_path)])
+
+
+@pytest.mark.parametrize("change", [dict(rel_error="0.9", tolerance=""), dict(rel_error="5", tolerance="inf"),
+                                    dict(rel_error="-1", tolerance="0.001"), dict(rel_error="0.5", tolerance="-1"),
+                                    dict(rel_error="nan", tolerance="0.001")],
+                         ids=["RN3_no_bound", "RN4_inf", "RN5_negative", "negative_bound", "nan"])
+def test_verify_measures_again_partial_rows_without_a_finite_bound(tmp_path, monkeypatch, change):
+    """RN3/RN4/RN5: an ok row with an empty or infinite tolerance, or a negative rel_error, was kept and written
+    out; now dropped and measured again."""
+    monkeypatch.setattr(verify, "run_case", fake_case)
+    grid = [c for c in verify.cpu_cases([16]) if c.variant == "v0"]
+    now = verify.origin.current(verify.SCRIPT, {"device": "cpu", "cases": [c.key for c in grid]},
+                                "the case list (--device, --N, --quick, --stages)")
+    partial = tmp_path / "correctness.partial.csv"
+    with open(partial, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=verify.COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerow(dict(case=grid[0].key, status="ok", **change))
+    partial_csv.origin_path(partial).write_text(json.dumps(now))
+    assert verify.main([*ARGS, "--out", str(tmp_path)]) == 0
+    with open(tmp_path / "correctness.csv") as f:
+        final = {r["case"]: r for r in csv.DictReader(f)}
+    assert (final[grid[0].key]["rel_error"], final[grid[0].key]["tolerance"]) == ("0.0001", "0.001")
+
+
+def test_bench_times_again_entries_a_final_file_stopped_at_failed(tmp_path, headline):
+    """BN7: a final timings.csv with an entry stopped at repeat 1 by 'failed' was complete; a partial file's failed
+    entries are checked again, and so now are a final file's (WRONG and refused stay)."""
+    m, entries, timed = headline
+    rows = [bench_row(e, r) for r in range(max(plan.repeats(e, m) for e in entries)) for e in entries
+            if r < plan.repeats(e, m)]
+    stopped = entries[0].key
+    rows = [r for r in rows if r["key"] != stopped or r["repeat"] < 1]
+    rows.append(bench_row(entries[0], 1, status="failed", rel_error="", note="RuntimeError: out of memory"))
+    write(tmp_path / "timings.csv", rows)
+    final = bench.run(m, entries, tmp_path, workers=1, log=lambda s: None, env=None)
+    assert timed == [(r, stopped) for r in range(1, plan.repeats(entries[0], m))]
+    with open(final) as f:
+        assert not any(r["status"] == "failed" for r in csv.DictReader(f))

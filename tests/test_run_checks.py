@@ -170,10 +170,47 @@ def test_a_torn_snapshot_line_names_the_file_and_line(run, tmp_path):
     path = run / "bench-headline" / "snapshots.jsonl"
     path.write_text(path.read_text() + '{"repeat": 0, "clocks.sm": "garb\n')
     n = len(path.read_text().splitlines())
-    aggregate.verified([resealed(run)])
     with pytest.raises(aggregate.DataError, match=rf"bench-headline/snapshots.jsonl: line {n} is not a JSON object "
                                                   r"\(Unterminated string.*re-run|measure the run again"):
+        aggregate.verified([resealed(run)])        # refused before any reader takes a field of it
         aggregate.snapshots([run])
+
+
+@pytest.mark.parametrize("file, text, error", [
+    ("bench-headline/snapshots.jsonl", None, r"bench-headline/snapshots.jsonl: line \d+ is not a JSON object "
+                                             r"\(a list\)"),
+    ("ceilings/env.json", "[]", r"ceilings/env.json: not a JSON object \(a list\)"),
+    ("bench-bf16/env.json", '"just a string"', r"bench-bf16/env.json: not a JSON object \(a str\)"),
+], ids=["DN7", "DN8", "DN8b"])
+def test_json_that_is_not_an_object_is_named(run, tmp_path, file, text, error):
+    """DN7/DN8/DN8b: a snapshots line [1, 2], an env.json [] or a string: the aggregate failed with
+    AttributeError: 'list' object has no attribute 'get'."""
+    path = run / file
+    path.write_text(path.read_text() + "[1, 2]\n" if text is None else text)
+    resealed(run)
+    with pytest.raises(aggregate.DataError, match=error + r".*measure the run again"):
+        aggregate.main(["--runs", str(run), *ARTICLE, "--out", str(tmp_path / "agg")])
+
+
+def test_ceilings_without_a_value_column_are_named(run):
+    """DN9: the value column renamed: AttributeError 'numpy.float64' object has no attribute 'map'."""
+    edit(run / "ceilings" / "ceilings.csv", lambda t: t.rename(columns={"value": "valeur"}, inplace=True))
+    contents(run, r"ceilings/ceilings.csv: no value column")
+
+
+@pytest.mark.parametrize("change, error", [
+    (lambda t: t.loc.__setitem__((t.index[t.status == "ok"][0], ["rel_error", "tolerance"]), [float("inf")] * 2),
+     r"verify/correctness.csv: rows judged ok with rel_error above their tolerance \(or none\): line \d+ \(inf, "
+     r"bound inf"),
+    (lambda t: t.loc.__setitem__((t.index[t.status == "ok"][0], "rel_error"), -1.0),
+     r"rows judged ok with rel_error above their tolerance \(or none\): line \d+ \(-1, bound"),
+    (lambda t: t.loc.__setitem__((t.index[t.status == "ok"][0], "unwritten"), 5),
+     r"verify/correctness.csv: rows judged ok with output elements left unwritten \(unwritten not 0\): line \d+ "
+     r"\(5(\.0)?\)"),
+], ids=["DN5b_inf", "negative", "DN23_unwritten"])
+def test_correctness_rows_the_judge_never_gives_are_refused(run, change, error):
+    edit(run / "verify" / "correctness.csv", change)
+    contents(run, error)
 
 
 def test_a_run_copied_with_its_seeds_redrawn_is_refused(run, tmp_path):
@@ -188,3 +225,17 @@ def test_a_run_copied_with_its_seeds_redrawn_is_refused(run, tmp_path):
     recorded = aggregate.load([run, copy], "timings.csv")
     with pytest.raises(aggregate.DataError, match=r"rows with one key, median and mean time \(a row copied"):
         aggregate.check_timings(recorded)
+
+
+def loose(t, tolerance, rel_error):
+    i = t.index[(t.status == "ok") & (t.dtype == "float16")][0]
+    t.loc[i, ["tolerance", "rel_error"]] = [tolerance, rel_error]
+
+
+@pytest.mark.parametrize("tolerance, rel_error", [(1.0, 0.5), (0.05, 0.02)], ids=["DN5", "DN5c"])
+def test_a_correctness_row_whose_tolerance_is_not_the_judges_bound_is_refused(run, tolerance, rel_error):
+    """DN5/DN5c: an ok row with rel_error 0.5 under a recorded tolerance of 1.0, or 0.02 under 0.05: the recorded
+    tolerance was trusted; now recomputed from the row's dtype and torch_default_rel_error (kernels.accuracy)."""
+    edit(run / "verify" / "correctness.csv", lambda t: loose(t, tolerance, rel_error))
+    contents(run, r"verify/correctness.csv: rows whose tolerance is not the judge's bound for their dtype and "
+                  rf"torch_default_rel_error .*: line \d+ \({tolerance}, the judge's 0.001\)")

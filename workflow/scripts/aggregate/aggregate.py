@@ -123,6 +123,9 @@ def verified(run_dirs) -> list:
         raise ValueError("no runs given")
     for p in run_dirs:
         _SEALED[p] = read_seal(p)
+    problems = [x for p in run_dirs for x in run_checks.json_problems(_SEALED[p])]
+    if problems:                      # every reader takes their fields by name: refused before any reads them
+        raise DataError("files no step of this project writes: " + " | ".join(problems))
     return run_dirs
 
 
@@ -320,7 +323,7 @@ def check_contents(run_dirs) -> None:
         for f in sorted(x for x in sealed if x.name == "correctness.csv"):
             df = pd.read_csv(f)
             problems += (run_checks.statuses(df, f) + run_checks.within_tolerance(df, f)
-                         + run_checks.duplicated_cases(df, f))
+                         + run_checks.recorded_bounds(df, f) + run_checks.duplicated_cases(df, f))
         for f in sorted(x for x in sealed if x.name == "ceilings.csv"):
             problems += run_checks.ceilings_problems(pd.read_csv(f), f)
     if problems:
@@ -685,6 +688,9 @@ def snapshots(run_dirs) -> pd.DataFrame:
                 except json.JSONDecodeError as err:
                     raise DataError(f"{f}: line {n} is not a JSON object ({err.msg}, column {err.colno}): a torn "
                                     f"or edited snapshot; {run_checks.FIX}") from None
+                if not isinstance(e, dict):
+                    raise DataError(f"{f}: line {n} is not a JSON object (a {type(e).__name__}): a torn or edited "
+                                    f"snapshot; {run_checks.FIX}")
                 reasons = str(e.get("clocks_event_reasons.active", ""))
                 mask = int(reasons, 16) if re.fullmatch(r"0x[0-9a-fA-F]+", reasons) else 0
                 rows.append(dict(run=Path(run).name, set=f.parent.name.removeprefix("bench-"),

@@ -48,7 +48,9 @@ no declared output, so Snakemake leaves it in place). Resuming (pipeline.partial
 be this run's, or the bench is refused before anything is timed, naming what differs (move the partial file and its
 origin file away to start again: rows are too costly to drop unasked); a row cut short or with the wrong field count
 is dropped, named on stderr, and measured again; an entry whose check failed (status 'failed': a transient error
-such as running out of memory) is checked again, while 'WRONG' and 'refused' stay. One bench at a time per folder:
+such as running out of memory) is checked again, while 'WRONG' and 'refused' stay; so it is in a final timings.csv
+found when the bench starts (this plan's by its rows: pipeline.run_checks.final_problems), which becomes the partial
+file again. One bench at a time per folder:
 bench.lock is held for the whole run (pipeline.folder_lock), and a second one stops at once.
 
 Beside the timings: env.json (written when the partial file is begun, kept on a resume: the GPU, its UUID, versions,
@@ -193,8 +195,16 @@ def _run(m: dict, entries: list, out: Path, workers: int, log, env: dict | None)
         problems = run_checks.final_problems(final, expected, run_checks.fixed_bounds())
         if problems:                  # no origin file is left beside a final file: its rows are the witness
             raise partial_csv.OriginError(f"bench: {final} is there but is not this plan's: " + " | ".join(problems))
-        log(f"bench: {final} is complete")
-        return final
+        with open(final, newline="") as f:
+            stopped = any(r.get("status") == "failed" for r in csv.DictReader(f))
+        if not stopped:
+            log(f"bench: {final} is complete")
+            return final
+        # entries stopped by a transient failure: checked again, as in a partial file (the final file, this plan's
+        # by the checks above, becomes the partial file again, with this run's origin)
+        partial_csv.write_origin(partial_csv.origin_path(path), origin_of(m, entries))
+        final.rename(path)
+        log(f"bench: {final} has entries stopped at status 'failed': resumed from it, those checked again")
     rows = partial_csv.resume(path, COLUMNS, "bench.py", origin_of(m, entries), _valid)
     rows, dropped = run_checks.resumable(rows, expected, run_checks.fixed_bounds())
     if dropped:                       # a hand-edited partial file: such rows are measured again, never promoted
