@@ -36,20 +36,21 @@ def max_scaled_scale(D: int) -> float:
     return FP32_MAX / 4 / (D * FP16_MAX * FP16_MAX)
 
 
-# The exact maximum. So that scores of any size the scale's bound admits are right, every stage keeps the row's
-# running maximum m_i of the raw scores and scales it exactly, as m = m_i x qk_scale rounded to float32 and r =
-# fma(m_i, qk_scale, -m), the product's rounding error, which float32 holds exactly; each probability is
-# exp2(fma(s, qk_scale, -m) - r) (issue 22; kernels.flash_fwd._scaled_max and _exponent, the same in
-# kernels.gluon_fwd). The FFMA rounds once, to at most r wherever s is at most m_i, so every exponent is at most 0
-# and the largest score's exactly 0. What came before, each measured on an H200: with m alone the largest score's
-# exponent is off by up to half an ulp of m either way, which overflowed the float16 probabilities and turned rows NaN
-# from |m| >= 2^28 in log-2 units (data/nvidia-h200/probes/guards-v21) and, once a clamp at 0 cut that side,
-# underflowed the largest probability to 0 from 2^29 (data/nvidia-h200/probes/guards-underflow); lowering m one ulp
-# under the clamp mended that (data/nvidia-h200/probes/lowered-check) but gave every score within about one ulp of
-# the largest the probability 1, weighting near-ties alike (found by an independent attack in Triton's interpreter).
-# The exact maximum costs one FADD per score where the clamp's FMNMX was. Triton's interpreter rounds the product
-# first, so it shows none of this; tests/test_exact_max.py emulates the FFMA exactly, and tests/test_guards_gpu.py
-# (near-ties included) passed every case on an H200 at this source (data/nvidia-h200/probes/exact-check).
+# The exact exponent. So that scores of any size the scale's bound admits are right, every stage keeps the row's
+# running maximum m of the raw scores (max does not round) and computes each probability as exp2((s - m) * qk_scale),
+# the difference before the scale (issue 22; kernels.flash_fwd._exponent, the same in kernels.gluon_fwd). Both
+# roundings are monotone, so every exponent is at most 0 and the largest score's exactly 0, and a near-tie's
+# difference is exact; the bound on the scale (max_scaled_scale) keeps (s - m) * qk_scale finite. What came before,
+# each measured on an H200: FlashAttention's fused fma(s, qk_scale, -m') against the rounded scaled maximum m' puts
+# the largest score's exponent up to half an ulp of m' off either way, which overflowed the float16 probabilities and
+# turned rows NaN from |m'| >= 2^28 in log-2 units (data/nvidia-h200/probes/guards-v21) and, once a clamp at 0 cut
+# that side, underflowed the largest probability to 0 from 2^29 (data/nvidia-h200/probes/guards-underflow); lowering
+# m' one ulp under the clamp mended that (data/nvidia-h200/probes/lowered-check) but gave every score within about
+# one ulp of the largest the probability 1, weighting near-ties alike (found by an independent attack); keeping m'
+# exact as m' + r (its rounding error) was right (data/nvidia-h200/probes/exact-check) but held two values per row.
+# The exponent costs an FADD and an FMUL per score where FlashAttention's costs one FFMA (and the clamp one FMNMX).
+# Triton's interpreter computes the same arithmetic (tests/test_exact_max.py), and tests/test_guards_gpu.py
+# (near-ties included) passed every case on an H200 at this source (data/nvidia-h200/probes/exact-diff-check).
 
 
 # PRESCALE_Q (the prescale_q switch, claim C10; in no stage) multiplies Q by the scale at load and rounds the product
@@ -765,7 +766,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     stage has it) scales Q at load in 16 bits at the default scale and below; above it the scale goes into the
     float32 scores instead (see prescales_q). Rows that see no finite score (every key masked or -inf) give 0,
     as PyTorch's scaled_dot_product_attention. Scores of any magnitude within that bound are meant to be right on a
-    GPU too (every stage keeps the row maximum exactly: see "The exact maximum" in this module).
+    GPU too (see "The exact exponent" in this module).
 
     Dense memory only: sparse, nested, meta tensors, ZeroTensors and lazy views (a negation or conjugation bit) are
     refused, naming the conversion. Under Triton's interpreter (TRITON_INTERPRET=1, set before triton and kernels

@@ -5,7 +5,7 @@ with TRITON_INTERPRET=0, skipped elsewhere, saying why.
 - key blocks whose scores are all -inf (k[..., 0] = -inf against q[..., 0] > 0), aligned to the stage's own tile,
   and a leading run of them, so that under a causal mask the first rows see no finite score: those rows give what
   PyTorch's SDPA gives (0), no row is NaN, and the others are judged against float64 as everywhere;
-- scores of every size up to the largest accepted scale (kernels.launcher's note "The exact maximum"): 2^7 to 2^100
+- scores of every size up to the largest accepted scale (kernels.launcher's note "The exact exponent"): 2^7 to 2^100
   in log-2 units, at scales up to 1e24 times the default, and inputs of magnitude 1e4 at the largest accepted
   sm_scale (kernels.launcher.max_scaled_scale): finite, and within twice SDPA's error (its scores are float32, as
   the kernel's). Before the clamp (issue 22), rows turned NaN from 2^28 on: the GPU's FFMA does not round

@@ -89,7 +89,7 @@ rule tables:
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
-GLUON_GRID = f"{DATA}/probes/exact-check"   # the newest GPU verification of the Gluon kernel's current source (its verify step)
+GLUON_GRID = f"{DATA}/probes/exact-diff-check"   # the newest GPU verification of the Gluon kernel's current source (its verify step)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
 PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
@@ -107,7 +107,8 @@ PROBE_COLD28 = f"{DATA}/probes/v28-cold"       # Nsight's warp states at N = 512
 PROBE_LOWERED = f"{DATA}/probes/lowered-check"  # the lowered maximum: guards' GPU test, verify grid, cost A/B
 PROBE_VOTE = f"{DATA}/probes/clamp-vote"        # the clamp behind a warp vote against v29's clamp, A/B
 PROBE_UNDERFLOW = f"{DATA}/probes/guards-underflow"   # the clamp alone: large-score cases that failed
-PROBE_EXACT = f"{DATA}/probes/exact-check"      # the exact running maximum: guards' GPU test, verify grid, cost A/B
+PROBE_EXACT = f"{DATA}/probes/exact-diff-check"      # the exact exponent: guards' GPU test, verify grid
+PROBE_EXACT_TIMING = f"{DATA}/probes/exact-diff-timing"   # the exact exponent's cost against the clamp, A/B
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
@@ -145,7 +146,8 @@ VALUES = {
     "xcause": dict(seal_file=f"{PROBE_XCAUSE}/SHA256SUMS", cause=f"{PROBE_XCAUSE}/crosscheck_cause.csv"),
     "lowered": dict(lowered_seal=f"{PROBE_LOWERED}/SHA256SUMS", vote_seal=f"{PROBE_VOTE}/SHA256SUMS",
                     underflow_seal=f"{PROBE_UNDERFLOW}/SHA256SUMS",
-                    exact_seal=f"{PROBE_EXACT}/SHA256SUMS", predictions="data/predictions/probes.csv"),
+                    exact_seal=f"{PROBE_EXACT}/SHA256SUMS", exact_timing_seal=f"{PROBE_EXACT_TIMING}/SHA256SUMS",
+                    predictions="data/predictions/probes.csv"),
     "settle": dict(seal_file=f"{PROBE_SETTLE}/SHA256SUMS", cause=f"{PROBE_SETTLE}/crosscheck_cause.csv"),
     "v29check": dict(seal_file=f"{PROBE_V29}/SHA256SUMS", correctness=f"{PROBE_V29}/verify/correctness.csv",
                      timing=f"{PROBE_V29}/timing.csv"),

@@ -1,6 +1,6 @@
 """The paper's numbers on the cost of issue 22's clamp (every stage took min(x, 0), NaN-propagating, of each
 probability's exponent, from run-28 until the exact maximum replaced it: kernels.launcher's note "The exact
-maximum"): each entry's change from the newest run before the clamp to the first run with it (workflow/rules/paper.smk: CLAMP_BEFORE, CLAMP_AFTER; their plans name them), at the headline layout in float16, in percent
+exponent"): each entry's change from the newest run before the clamp to the first run with it (workflow/rules/paper.smk: CLAMP_BEFORE, CLAMP_AFTER; their plans name them), at the headline layout in float16, in percent
 (\\val{clamp}{<entry>@<N>}{<column>}), for every entry and length that both runs timed: the timer's kernel time
 (timer) and, where the large-N profile holds the entry, Nsight's active SM cycles (cycles, which the SM clock does
 not scale) and instructions executed (inst); for each prediction committed before the change

@@ -1,6 +1,7 @@
 """The paper's numbers on issue 22's guards of the exponent: the lowered block maximum (run-28's source and after),
-the clamp behind a warp vote, and the exact running maximum that replaced both, from four probes on one H200 each
-(workflow/rules/paper.smk: PROBE_LOWERED, PROBE_VOTE, PROBE_UNDERFLOW, PROBE_EXACT; their READMEs say what ran):
+the clamp behind a warp vote, and the exact exponent that replaced both, from five probes on one H200 each
+(workflow/rules/paper.smk: PROBE_LOWERED, PROBE_VOTE, PROBE_UNDERFLOW, PROBE_EXACT, PROBE_EXACT_TIMING; their
+READMEs say what ran):
 
 - the clamp alone: the large-score cases of the guards' GPU test that failed, with the output's relative error from
   float64 (UnderflowFailed, UnderflowCases, UnderflowErrMin, UnderflowErrMax) and SDPA's on the same inputs
@@ -11,9 +12,10 @@ the clamp behind a warp vote, and the exact running maximum that replaced both, 
   the committed prediction (data/predictions/probes.csv, probe lowered_max: pred, held);
 - the vote: the same for v29 with the clamp behind a warp vote (B) against the clamp on every score (A)
   (\\val{vote}{<entry>@<N>}{change}, pred, held; probe clamp_vote);
-- the exact maximum: the guards' GPU test at its source (ExactGuardsPassed, ExactGuardsFailed; its near-tie cases,
-  new with it, ExactNearTies) and the verify grid (ExactCases, ExactWrong), and the change in time from the lowered
-  maximum with the clamp (A) to it (B) (\\val{exact}{<entry>@<N>}{change}, pred, held; probe exact_max).
+- the exact exponent, (s - m) * scale: the guards' GPU test at its source (ExactGuardsPassed, ExactGuardsFailed; its
+  near-tie cases, new with it, ExactNearTies) and the verify grid (ExactCases, ExactWrong), and, in a second
+  command, the change in time from the lowered maximum with the clamp (A) to it (B) (\\val{exact}{<entry>@<N>}{change},
+  pred, held; probe exact_diff).
 
 Each A/B probe ran its processes in turn, A1 B1 A2 B2 ... on one GPU; cuDNN, which neither source touches, is timed
 in each as the control.
@@ -78,9 +80,11 @@ def changes(probe: str, change: pd.Series, predictions: pd.DataFrame) -> list:
     return out
 
 
-def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, exact_seal: Path, predictions: Path) -> Values:
-    lowered, vote, underflow, exact = (Path(f).parent for f in (lowered_seal, vote_seal, underflow_seal, exact_seal))
-    for folder in (lowered, vote, underflow, exact):
+def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, exact_seal: Path, exact_timing_seal: Path,
+           predictions: Path) -> Values:
+    lowered, vote, underflow, exact, exact_timing = (Path(f).parent for f in (lowered_seal, vote_seal, underflow_seal,
+                                                                              exact_seal, exact_timing_seal))
+    for folder in (lowered, vote, underflow, exact, exact_timing):
         seal.verify(folder)
     v = Values("lowered")
 
@@ -117,7 +121,7 @@ def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, exact_seal
         v.put("lowered", row, column, text)
     for row, column, text in changes("clamp_vote", ab_change(vote), pred):
         v.put("vote", row, column, text)
-    for row, column, text in changes("exact_max", ab_change(exact), pred):
+    for row, column, text in changes("exact_diff", ab_change(exact_timing), pred):
         v.put("exact", row, column, text)
     return v
 
