@@ -187,7 +187,8 @@ def _exponent_chains_of(function: str) -> list:
         op, args = m.group(1), [a.strip() for a in m.group(3).split(",")]
         if op.startswith("ex2.approx"):
             op1, args1 = source(args[0])
-            op2 = source(args1[0])[0] if op1.startswith(("sub", "mul")) and args1 else ""
+            ops = [source(a)[0] for a in args1 if a.startswith("%r")] if op1.startswith(("sub", "mul")) else []
+            op2 = next((op for op in ops if op.startswith("sub")), ops[0] if ops else "")   # either operand
             chains.append((op1, op2))
         defs[m.group(2)] = (op, args)
     return chains
