@@ -300,7 +300,7 @@ def test_a_wrong_case_stays_wrong_until_measured_again(tmp_path, monkeypatch):
         calls.append(case.key)
         status = outcome["status"] if case.causal_flag else "ok"
         return {"case": case.key, "variant": case.variant, "status": status, "rel_error": 0.5 if status == "WRONG"
-                else 1e-4}
+                else 1e-4, "tolerance": 1e-3, "unwritten": 0}      # as verify's run_case writes them
 
     monkeypatch.setattr(verify, "run_case", run_case)
     monkeypatch.setattr(verify.Case, "causal_flag", property(lambda c: c.shape.causal), raising=False)
