@@ -1,5 +1,5 @@
-"""Errors and verdicts an independent attack found unclear or wrong (issue 22, the attacks of sessions 16 and 17): an integer sm_scale
-beyond float's range, and the judge's bound when PyTorch's own 16-bit output overflows."""
+"""Errors and verdicts an independent attack found unclear or wrong (issue 22, the attacks of sessions 16 and 17): an
+integer sm_scale beyond float's range, and the judge's bound when PyTorch's own 16-bit output overflows."""
 import math
 
 import pytest
