@@ -6,7 +6,10 @@ times its wall time. On a power-capped kernel that window reads about 135 W wher
 check. NVML's total-energy counter does not lag, but on an H200 it moves only about every 100 ms, in steps of
 60-70 J (probes/gpu-state), which no timed window can resolve. Here the entry runs back to back for longer, and the
 counter is read at two of its updates (edges: the first reading that differs from the one before), so that its
-change over the time between them is the GPU's mean power over that span, to within the time of one poll.
+change over the time between them is the GPU's mean power over that span. An update is seen at the first reading
+after it, up to one poll late; its time is taken as the middle of the poll that saw it (between the reading before
+and this one), so that the span is off by at most half of each edge's poll (`span_err_s`, reported), not by a
+whole poll always in one direction.
 
 The rule (`measure`): keep `depth` chunks of back-to-back calls queued on the GPU (each chunk at least chunk_ms of
 GPU time), poll the counter between launches; the span runs from the second edge seen once the first chunk is
@@ -33,6 +36,10 @@ COLUMNS = ["steady_power_w", "steady_instant_w", "steady_mhz", "steady_capped_fr
            "steady_energy_mj"]
 
 
+# The most the span may be off, as a fraction of it (half of each edge's poll together), before it is refused.
+MAX_SPAN_ERR = 0.02
+
+
 class SteadyEnergyError(RuntimeError):
     """The span could not be measured: the GPU ran dry inside it, or no counter update came in time."""
 
@@ -54,9 +61,9 @@ def measure(launch: Callable[[], object], done: Callable[[object], bool], read: 
             clock: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep) -> dict:
     """Run the span. launch() queues one chunk and returns its token; done(token) says whether it has finished on
     the GPU; read() is one NVML reading with energy_mj (the counter), power_w (instant), sm_mhz and capped (bool).
-    Returns power_w (the counter's), instant_w, sm_mhz, capped_frac (over the span's readings), span_s, chunks (how
-    many were launched). Raises SteadyEnergyError when the GPU ran dry inside the span, the counter went back, or
-    max_s passed without a span."""
+    Returns power_w (the counter's), instant_w, sm_mhz, capped_frac (over the span's readings), span_s, span_err_s
+    (the most the span can be off: half of each edge's poll), chunks (how many were launched). Raises
+    SteadyEnergyError when the GPU ran dry inside the span, the counter went back, or max_s passed without a span."""
     if min_s <= 0 or depth < 1:
         raise ValueError(f"min_s must be > 0 and depth >= 1, got {min_s}, {depth}")
     queue: list = []
@@ -74,7 +81,7 @@ def measure(launch: Callable[[], object], done: Callable[[object], bool], read: 
 
     top_up()
     t_begin = clock()
-    last = read()
+    last, t_last = read(), clock()
     edges, start, seen = 0, None, []
     while True:
         dry = top_up()
@@ -88,17 +95,25 @@ def measure(launch: Callable[[], object], done: Callable[[object], bool], read: 
             if r["energy_mj"] < last["energy_mj"]:
                 raise SteadyEnergyError(f"the energy counter went back ({last['energy_mj']} -> {r['energy_mj']} mJ)")
             edges += 1
+            # the update came after the reading before and by this one: the middle of that poll, +- half of it
+            edge, half = (t_last + t) / 2, (t - t_last) / 2
             # the first update may cover time before the first chunk started: the span starts at the second
             if edges == 2:
-                start, seen = (t, r["energy_mj"]), [r]
-            elif start is not None and t - start[0] >= min_s:
-                span = t - start[0]
+                start, seen = (edge, r["energy_mj"], half), [r]
+            elif start is not None and edge - start[0] >= min_s:
+                span = edge - start[0]
+                if start[2] + half > MAX_SPAN_ERR * span:
+                    raise SteadyEnergyError(f"the polls that saw the span's updates took {1e3 * 2 * start[2]:.1f} and "
+                                            f"{1e3 * 2 * half:.1f} ms: the span of {span:.3f} s is known to within "
+                                            f"{100 * (start[2] + half) / span:.1f}%, more than "
+                                            f"{100 * MAX_SPAN_ERR:g}% (the host is too slow between readings; "
+                                            "lower steady_chunk_ms or raise steady_s)")
                 return dict(power_w=(r["energy_mj"] - start[1]) / 1e3 / span,
                             instant_w=statistics.fmean(float(x["power_w"]) for x in seen),
                             sm_mhz=statistics.median(float(x["sm_mhz"]) for x in seen),
                             capped_frac=sum(bool(x["capped"]) for x in seen) / len(seen),
-                            span_s=span, chunks=chunks)
-        last = r
+                            span_s=span, span_err_s=start[2] + half, chunks=chunks)
+        last, t_last = r, t
         if t - t_begin > max_s:
             raise SteadyEnergyError(f"no span of {min_s} s between two energy counter updates within {max_s} s: "
                                     "does this GPU's NVML update its total-energy counter?")

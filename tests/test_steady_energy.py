@@ -95,3 +95,19 @@ def test_which_entries_and_the_rows_arithmetic():
     row = steady_energy.row(dict(power_w=690.0, instant_w=600.0, sm_mhz=1650.0, capped_frac=1.0, span_s=0.3,
                                  chunks=20), call_us=3400.0)
     assert row["steady_energy_mj"] == pytest.approx(690.0 * 3.4) and list(row) == steady_energy.COLUMNS
+
+
+def test_an_edge_is_timed_at_the_middle_of_the_poll_that_saw_it():
+    """With polls of 3 ms the old rule (the time of the reading that saw an update) made every edge up to a whole poll
+    late; the middle of the poll makes it at most half a poll off either way, and the bound is returned. The fake's
+    busy power is exact, so the measured power shows the span's error."""
+    gpu = FakeGpu(power_w=700.0, poll_s=0.003)
+    r = gpu.measure(min_s=0.5)
+    assert 0 < r["span_err_s"] <= 0.0031 + 1e-9                          # half of each of the two edges' polls
+    assert r["power_w"] == pytest.approx(700.0, rel=r["span_err_s"] / r["span_s"] + 0.002)
+
+
+def test_a_span_the_polls_cannot_time_to_two_percent_is_refused():
+    gpu = FakeGpu(power_w=700.0, poll_s=0.007)
+    with pytest.raises(SteadyEnergyError, match=r"known to within .*%, more than 2%.*raise steady_s"):
+        gpu.measure(min_s=0.25)
