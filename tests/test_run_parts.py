@@ -9,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "workflow" / "scripts" / "tools" / "run_parts.sh"
+A, B = "abc123" + "0" * 34, "def456" + "0" * 34          # two whole commits (40 hex digits)
 
 
 def archive(tmp_path: Path, commit: str) -> Path:
@@ -42,9 +43,9 @@ def run_part(tmp_path: Path, wheels: Path, commit: str) -> subprocess.CompletedP
 
 
 def test_a_fresh_machine_resumes_from_the_same_commits_archive_with_its_files_newer_than_the_tree(tmp_path):
-    wheels = archive(tmp_path, "abc123")
+    wheels = archive(tmp_path, A)
     before = time.time() - 1
-    p = run_part(tmp_path, wheels, "abc123")
+    p = run_part(tmp_path, wheels, A)
     assert p.returncode == 2 and "part 0: expected 1, 2 or 3" in p.stderr    # stopped at the part check, after it
     assert "resumed run-x" in p.stdout and "1 CSV files" in p.stdout
     f = tmp_path / "work" / "results" / "staging" / "nvidia-h200" / "run-x" / "verify" / "correctness.csv"
@@ -52,7 +53,17 @@ def test_a_fresh_machine_resumes_from_the_same_commits_archive_with_its_files_ne
 
 
 def test_an_archive_of_another_commit_is_refused_and_left_unpacked_nowhere(tmp_path):
-    wheels = archive(tmp_path, "abc123")
-    p = run_part(tmp_path, wheels, "def456")
-    assert p.returncode == 8 and "from commit abc123, not def456: not resumed" in p.stderr
+    wheels = archive(tmp_path, A)
+    p = run_part(tmp_path, wheels, B)
+    assert p.returncode == 8 and f"from commit {A}, not {B}: not resumed" in p.stderr
     assert not (tmp_path / "work" / "results" / "staging" / "nvidia-h200" / "run-x").exists()
+
+
+def test_a_commit_prefix_is_refused_before_anything_runs(tmp_path):
+    """run-19's and run-29's PROJECT_COMMIT were 8-character prefixes typed by hand, each with a wrong eighth
+    character; the aggregate takes only a whole commit, so the script refuses anything else at once."""
+    wheels = archive(tmp_path, A)
+    for bad in ("1c7a071e", A[:39], A.upper(), A + "0"):
+        p = run_part(tmp_path, wheels, bad)
+        assert p.returncode == 2 and "give the whole commit, 40 hex digits" in p.stderr, bad
+        assert "resumed" not in p.stdout

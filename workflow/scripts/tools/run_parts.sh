@@ -8,7 +8,7 @@
 # commit, lies in $WHEELS, it unpacks it and marks its files newer than the tree, so that Snakemake resumes there
 # instead of measuring again; the bench's partial files refuse any other origin themselves.
 #
-#   PROJECT_COMMIT=<sha> OUT=<folder> WHEELS=.whl bash workflow/scripts/tools/run_parts.sh run-25 1
+#   PROJECT_COMMIT=<40-hex sha> OUT=<folder> WHEELS=.whl bash workflow/scripts/tools/run_parts.sh run-25 1
 #
 # $WHEELS holds the wheels the machine lacks (Snakemake's and the lock's others), installed once into $SITE (/tmp/site).
 # GPU_TESTS (optional): pytest files run on the GPU after the part's Snakemake (TRITON_INTERPRET=0, within the
@@ -19,6 +19,11 @@ RUN=$1 PART=$2
 WHEELS=${WHEELS:-.whl} SITE=${SITE:-/tmp/site} GPU=${GPU:-nvidia-h200} LIMIT=${LIMIT:-555}
 export PYTHONUNBUFFERED=1
 : "${PROJECT_COMMIT:?set PROJECT_COMMIT to the commit of the tree}" "${OUT:?set OUT to the folder the results go to}"
+# a whole commit, never a prefix typed by hand (run-19's and run-29's were mistyped: data/COMMIT_CORRECTIONS.csv)
+if ! [[ $PROJECT_COMMIT =~ ^[0-9a-f]{40}$ ]]; then
+  echo "PROJECT_COMMIT=$PROJECT_COMMIT: give the whole commit, 40 hex digits (git rev-parse HEAD), not a prefix" >&2
+  exit 2
+fi
 t0=$(date +%s)
 if [ ! -f "$SITE/.done" ]; then
   python3 -m pip install -q --no-deps --no-index --target "$SITE" "$WHEELS"/*.whl && touch "$SITE/.done" || exit 9

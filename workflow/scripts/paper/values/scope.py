@@ -145,6 +145,8 @@ def values(variation_n: Path, sampling: Path, snapshots: Path, per_run: Path, cl
     over = int((stages > HOST_TARGET_US).sum())
     v.macro("HostNewestOver", "none" if over == 0 else over)
     v.macro("HostNewestSdpaUs", fixed(now[now.variant == "torch-default"].host_min_us.min(), 1))
+    # the first run that timed v28 (whose host cost a probe measured before it)
+    v.macro("HostFoldFirstRun", min(set(pr[pr.headline & (pr.variant == "v28")].run), key=run_number))
     return v
 
 

@@ -18,6 +18,7 @@ from kernels.shapes import attention_flops
 
 from pipeline.latex import Values, fixed
 from pipeline.selection import HEADLINE, run_number, where
+from pipeline.steady_energy import MAX_SPAN_ERR
 
 # The entries the table gives: the leading Triton stage, the last two Gluon stages, cuDNN and FlashAttention-2.
 ENTRIES = ("v13", "v28", "v29", "torch-cudnn", "torch-flash")
@@ -34,6 +35,9 @@ GRID_TOL = 0.02
 # A row's energy is given only where the instant power readings over its span agree with the counter's power
 # within this share (two readings of one state); elsewhere one of them is off, and the row's energy is not known.
 AGREE_TOL = 0.05
+# The first run whose steady step timed an update at the middle of the poll that saw it (commit 1c7a071); the runs
+# before it timed it at the reading that saw it.
+MIDPOINT_RUN = "run-29"
 
 
 def values(timings: Path) -> Values:
@@ -46,14 +50,23 @@ def values(timings: Path) -> Values:
         raise ValueError("no timed row has the steady step: the paragraph needs a run with it")
     run = sorted(set(has.run), key=run_number)[-1]
     v.macro("SteadyRun", run)
+    v.macro("SteadyFirstRun", sorted(set(has.run), key=run_number)[0])
     t = t[(t.run == run) & (t.status == "ok")]
     s = t[pd.to_numeric(t.steady_power_w, errors="coerce").notna()].copy()
     for c in ("steady_power_w", "steady_instant_w", "steady_mhz", "steady_capped_frac", "steady_s",
               "steady_call_us", "steady_energy_mj", "time_us", "kernels_us", "power_w", "power_limit_w"):
         s[c] = pd.to_numeric(s[c], errors="coerce")
-    failed = t.note.fillna("").astype(str).str.startswith("steady step:")
+    notes = t.note.fillna("").astype(str)
+    failed = notes.str.startswith("steady step:")
     v.macro("SteadyRows", len(s))
     v.macro("SteadyFailed", "none" if not failed.any() else int(failed.sum()))
+    # spans the host's polls could not time (pipeline.steady_energy.MAX_SPAN_ERR), and the longest poll they name
+    polls = notes[failed].str.extract(r"polls that saw the span's updates took ([\d.]+) and ([\d.]+) ms").astype(float)
+    polls = polls.dropna(how="all")
+    v.macro("SteadyMaxSpanErrPct", fixed(100 * MAX_SPAN_ERR))
+    v.macro("SteadyMidpointRun", MIDPOINT_RUN)
+    v.macro("SteadyPollRefused", len(polls))
+    v.macro("SteadyPollMaxMs", fixed(polls.max().max()) if len(polls) else "none")
     v.macro("SteadyMinN", int(s.N.min()))
     span = s.steady_s.median()
     s["on_grid"] = (s.steady_s / span - 1).abs() <= GRID_TOL
@@ -84,6 +97,20 @@ def values(timings: Path) -> Values:
     layout = {k: x for k, x in HEADLINE.items() if k not in ("N", "dtype")}
     sweep = s[s.set.fillna("").str.contains("n_sweep") & where(s, **layout)
               & (s.impl.ne("triton") | s.own_tile.astype(str).eq("True"))]
+    # an entry whose step was refused (its note says why) keeps its timer's time; its steady columns read 'refused'
+    timed = t[t.set.fillna("").str.contains("n_sweep") & where(t, **layout) & t.N.isin(set(sweep.N))
+              & (t.impl.ne("triton") | t.own_tile.astype(str).eq("True")) & t.variant.isin(ENTRIES)
+              & t.note.fillna("").astype(str).str.startswith("steady step:")]
+    for (variant, n, dtype), g in timed.groupby(["variant", "N", "dtype"]):
+        if not sweep[(sweep.variant == variant) & (sweep.N == n) & (sweep.dtype == dtype)].empty:
+            continue
+        row, d = f"{variant.replace('torch-', '')}@{int(n)}", DTYPES[dtype]
+        for col in RATIO_COLUMNS[d]:
+            v.put("steady", row, col, "refused")
+        if d == "fp16":
+            v.put("steady", row, "us", f"{pd.to_numeric(g.iloc[0].time_us):.0f}")
+            for col in ("steady_us", "mhz", "watts", "mj", "per_watt"):
+                v.put("steady", row, col, "refused")
     for (variant, n, dtype), g in sweep[sweep.variant.isin(ENTRIES)].groupby(["variant", "N", "dtype"]):
         row, d = f"{variant.replace('torch-', '')}@{int(n)}", DTYPES[dtype]
         r = g.iloc[0]                                      # the first repeat's: the step runs there alone
@@ -94,6 +121,9 @@ def values(timings: Path) -> Values:
             v.put("steady", row, time_col, fixed(r.steady_call_us / c.steady_call_us, 2))
             v.put("steady", row, energy_col, fixed(r.steady_energy_mj / c.steady_energy_mj, 2)
                   if r.known and c.known else "--")
+        else:                                              # cuDNN's own step was refused
+            for col in RATIO_COLUMNS[d]:
+                v.put("steady", row, col, "--")
         if d != "fp16":                                    # the table is float16's; bfloat16's ratios in the text
             continue
         flops = attention_flops(r.B, r.H, int(n), r.D, r.causal)
