@@ -81,3 +81,23 @@ def run_number(run: str) -> int:
         return int(run.split("-")[1])
     except (IndexError, ValueError):
         raise ValueError(f"run folder {run!r} is not named run-<number>[-suffix]") from None
+
+
+def change_on_one_gpu(times: pd.DataFrame, gpus: pd.DataFrame, new: str, old: str) -> pd.Series:
+    """Per run, 100 (new / old - 1) of per_run's times pivoted by run (rows) and variant (columns), in the runs where
+    both entries were timed on one GPU (gpus: the same pivot of per_run's gpu column; a run without a GPU recorded
+    for an entry keeps its change). The sets of an x2 run ran on two GPUs, so that a change between an entry of one
+    set and an entry of another would set one GPU against the other."""
+    change = (100 * (times[new] / times[old] - 1)).dropna()
+    if new in gpus and old in gpus:
+        g = gpus.reindex(change.index)
+        same = (g[new] == g[old]) | g[new].isna() | g[old].isna()
+        change = change[same]
+    return change
+
+
+def pivot_with_gpus(pr: pd.DataFrame, values: str = "time_us") -> tuple:
+    """(times, gpus): per_run's rows pivoted by run and variant, the `values` column and the gpu column."""
+    times = pr.pivot_table(index="run", columns="variant", values=values)
+    gpus = pr.pivot_table(index="run", columns="variant", values="gpu", aggfunc="first")
+    return times, gpus

@@ -111,7 +111,8 @@ PROBE_EXACT = f"{DATA}/probes/exact-diff-check"      # the exact exponent: guard
 PROBE_EXACT_TIMING = f"{DATA}/probes/exact-diff-timing"   # the exact exponent's cost against the clamp, A/B
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
-                   variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs),
+                   variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs,
+                   per_run=rules.aggregate.output.per_run),
     "tiles": dict(per_run=rules.aggregate.output.per_run, headline_median=rules.aggregate.output.headline_median,
                   timings=rules.aggregate.output.timings),
     "sweep": dict(per_run=rules.aggregate.output.per_run, ceilings=rules.aggregate.output.ceilings),

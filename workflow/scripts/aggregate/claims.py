@@ -30,7 +30,9 @@ and runs that scatter evenly on both sides of zero have not, however large the s
   fit in the L2) or in this build (exponent_is_one_ffma: v7's exponentials are not each one fused FFMA), the
   component is "not testable here", whatever was measured.
 
-Times are the column selection.RATIO_TIME of per_run.csv (the kernels alone), as every ratio to a backend is.
+Times are the column selection.RATIO_TIME of per_run.csv (the kernels alone), as every ratio to a backend is; a
+change or ratio of times within a run pairs two entries timed on one GPU (an x2 run whose pair ran on two GPUs is
+left out of that component).
 
 A claim holds if all its testable components hold, does not hold if none holds even partly, and partly holds
 otherwise.
@@ -146,13 +148,21 @@ class Ours:
         self.build = pd.read_csv(build)
         self.runs = pd.read_csv(runs)
 
-    def time(self, spec: str, N: int) -> pd.Series:
+    def _entries(self, spec: str, N: int) -> pd.DataFrame:
         variant, bm, bn = parse_variant(spec)
         t = self.times[(self.times.variant == variant) & (self.times.N == N)]
         if not variant.startswith("torch"):
             tile = {**selection.ARTICLE_TILE, **({"block_m": bm, "block_n": bn} if bm else {})}
             t = t[selection.where(t, **tile)]
-        return t.set_index("run")[selection.RATIO_TIME]
+        return t.set_index("run")
+
+    def time(self, spec: str, N: int) -> pd.Series:
+        return self._entries(spec, N)[selection.RATIO_TIME]
+
+    def gpu(self, spec: str, N: int) -> pd.Series:
+        """The GPU each run timed the entry on (an x2 run's sets ran on two)."""
+        e = self._entries(spec, N)
+        return e.gpu if "gpu" in e else pd.Series(index=e.index, dtype=object)
 
     def metric(self, variant: str, metric: str, N: int) -> pd.Series:
         if metric == "shared_wavefronts":
@@ -182,6 +192,9 @@ class Ours:
         if comp.rule == "at_least":
             return list(new.dropna())
         both = pd.concat([new, get(src)], axis=1, keys=["new", "old"]).dropna()
+        if q == "time":    # a change within a run pairs two entries timed on one GPU (an x2 run's sets ran on two)
+            g = pd.concat([self.gpu(dst, N), self.gpu(src, N)], axis=1, keys=["new", "old"]).reindex(both.index)
+            both = both[(g.new == g.old) | g.new.isna() | g.old.isna()]
         if comp.rule == "ratio":
             return list(100 * both.new / both.old)
         if comp.rule == "change_points":

@@ -1,6 +1,7 @@
 """Each switch's effect at the headline shape: removed from the article's final stage (leave-one-out) and added to
 the baseline (add-one-in), with our extensions; and removed from our last Triton stage (each variant at its own tile), with
-our extensions; as the change of time in percent (median over runs; bars from lowest to highest)."""
+our extensions; as the change of time in percent (median over runs, each change within one run on one GPU; bars from lowest to
+highest)."""
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
@@ -8,16 +9,16 @@ import seaborn as sns
 from kernels.stages import ALL_SWITCHES, STAGES as REGISTRY, launch_signature
 
 from pipeline import plotting as c
-from pipeline.selection import (BASELINE, EXTENSION_VARIANTS, FINAL, HEADLINE, SWITCHES, resolve_variant,
-                                variant_name)
+from pipeline.selection import (BASELINE, EXTENSION_VARIANTS, FINAL, HEADLINE, SWITCHES, change_on_one_gpu,
+                                pivot_with_gpus, resolve_variant, variant_name)
 
 a = c.start(snakemake)  # noqa: F821 (given by Snakemake's script directive)
 allpr = pd.read_csv(a.input.per_run)
 allpr = allpr[allpr.headline]
 pr = allpr[allpr.article_tile]
-t = pr.pivot_table(index="run", columns="variant", values="time_us")
+t, t_gpus = pivot_with_gpus(pr)
 own = allpr[allpr.own_tile]
-t_own = own.pivot_table(index="run", columns="variant", values="time_us")
+t_own, own_gpus = pivot_with_gpus(own)
 F, B = FINAL, BASELINE
 L = str(allpr[allpr["last"]].variant.iloc[0])          # our last measured stage
 variants = {**{v: (F, "without " + sw) for v, sw in ((variant_name(resolve_variant(f"{F}-{s}")), s)
@@ -28,7 +29,7 @@ variants = {**{v: (F, "without " + sw) for v, sw in ((variant_name(resolve_varia
 rows = []
 for v, (base, label) in variants.items():
     if v in t and base in t:       # a leave-one-out that is a stage (v7 - const_strides = v6) is timed as the stage
-        rows += [dict(panel=f"from {base}", change=x, label=label) for x in (100 * (t[v] / t[base] - 1)).dropna()]
+        rows += [dict(panel=f"from {base}", change=x, label=label) for x in change_on_one_gpu(t, t_gpus, v, base)]
 same = launch_signature(REGISTRY[L].switches, HEADLINE["D"], HEADLINE["N"])
 last = {variant_name(resolve_variant(f"{L}-{s}")):
         "without " + s + (" (same launch)" if launch_signature(resolve_variant(f"{L}-{s}"), HEADLINE["D"],
@@ -38,7 +39,7 @@ last.update({f"{L}+{s}": "with " + s for s in ALL_SWITCHES if s not in REGISTRY[
              and f"{L}+{s}" in t_own})
 for v, label in last.items():
     if v in t_own and L in t_own:
-        rows += [dict(panel=f"from {L}", change=x, label=label) for x in (100 * (t_own[v] / t_own[L] - 1)).dropna()]
+        rows += [dict(panel=f"from {L}", change=x, label=label) for x in change_on_one_gpu(t_own, own_gpus, v, L)]
 df = pd.DataFrame(rows)
 panels = [p for p in (f"from {F}", f"from {B}", f"from {L}") if p in set(df.panel)]
 TITLES = {f"from {F}": f"from {F}, the article's last stage (its tile):\na switch removed or an extension added",

@@ -12,11 +12,12 @@ from kernels.stages import resolve_variant, variant_name
 
 from pipeline import noise
 from pipeline.latex import Values, fixed, listing
-from pipeline.selection import STAGES, SWITCHES
+from pipeline.selection import STAGES, SWITCHES, change_on_one_gpu, pivot_with_gpus, run_number
 
 
-def costly(h: pd.DataFrame, v: Values | None = None) -> dict:
-    """The article's switches that cost time where they are (h: one row per run, one column per variant, the time):
+def costly(h: pd.DataFrame, v: Values | None = None, gpus: pd.DataFrame | None = None) -> dict:
+    """The article's switches that cost time where they are (h: one row per run, one column per variant, the time;
+    gpus: the same pivot of the GPU each entry was timed on, whose runs with the two entries on two GPUs are left out):
     removed from the final stage, those whose removal makes it faster; added to the baseline, those that make it
     slower, each change moved by the paper's rule (pipeline.noise). Each change's median goes to `v` where given."""
     first, last = STAGES[0], STAGES[-1]
@@ -27,7 +28,7 @@ def costly(h: pd.DataFrame, v: Values | None = None) -> dict:
                 variant = variant_name(resolve_variant(variant))
             if variant not in h or base not in h:
                 continue
-            change = (100 * (h[variant] / h[base] - 1)).dropna()
+            change = change_on_one_gpu(h, gpus if gpus is not None else pd.DataFrame(), variant, base)
             if v is not None:
                 v.put("abl", sw, column, fixed(change.median(), 1))
             slower = change.median() > 0
@@ -36,12 +37,24 @@ def costly(h: pd.DataFrame, v: Values | None = None) -> dict:
     return out
 
 
+def _two_gpu_runs(h: pd.DataFrame, gpus: pd.DataFrame, variant: str, base: str) -> list:
+    if variant not in h or base not in h:
+        return []
+    both = (h[variant] / h[base]).dropna().index
+    return [run for run in both if len(change_on_one_gpu(h.loc[[run]], gpus.loc[[run]], variant, base)) == 0]
+
+
 def values(per_run: Path) -> Values:
     v = Values("ablation")
     pr = pd.read_csv(per_run)
-    h = pr[pr.headline & pr.article_tile].pivot_table(index="run", columns="variant", values="time_us")
+    h, gpus = pivot_with_gpus(pr[pr.headline & pr.article_tile])
     last = STAGES[-1]
-    picked = costly(h, v)
+    picked = costly(h, v, gpus)
+    # the runs whose pairs (a switch removed from the final stage or added to the baseline, and that stage) were
+    # timed on two GPUs, left out of every change above
+    two = sorted({run for sw in SWITCHES for base, var in ((last, f"{last}-{sw}"), (STAGES[0], f"{STAGES[0]}+{sw}"))
+                  for run in _two_gpu_runs(h, gpus, variant_name(resolve_variant(var)), base)}, key=run_number)
+    v.macro("AblTwoGpuRuns", listing(two) if two else "none")
     costly_final, costly_base = picked["removed_pct"], picked["added_pct"]
     v.macro("AblCostlyInFinal", listing(costly_final))
     v.macro("AblCostlyOnBase", listing(costly_base))

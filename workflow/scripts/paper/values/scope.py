@@ -146,7 +146,8 @@ def values(variation_n: Path, sampling: Path, snapshots: Path, per_run: Path, cl
     v.macro("HostNewestOver", "none" if over == 0 else over)
     v.macro("HostNewestSdpaUs", fixed(now[now.variant == "torch-default"].host_min_us.min(), 1))
     # the first run that timed v28 (whose host cost a probe measured before it)
-    v.macro("HostFoldFirstRun", min(set(pr[pr.headline & (pr.variant == "v28")].run), key=run_number))
+    fold_runs = set(pr[pr.headline & (pr.variant == "v28")].run)
+    v.macro("HostFoldFirstRun", min(fold_runs, key=run_number) if fold_runs else "--")
     return v
 
 

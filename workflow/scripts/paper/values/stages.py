@@ -12,7 +12,7 @@ from pipeline.latex import Values, count_word, fixed, listing
 from pipeline.selection import TORCH, run_number
 
 
-def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path) -> Values:
+def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path, per_run: Path) -> Values:
     v = Values("stages")
     for r in pd.read_csv(stage_table).itertuples():
         v.put("stage", r.stage, "us", fixed(r.ours_us, 1))
@@ -28,6 +28,16 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
         v.put("torch", impl, "us", fixed(med[impl], 1))
     var = pd.read_csv(variation)
     v.macro("MaxTimeVariation", fixed(var.time_us_run_to_run_pct.max(), 1))
+    # where the largest comes from: that stage's run farthest from the median of its other runs (at the headline and
+    # the article's tile, as variation.csv takes them)
+    worst = str(var.loc[var.time_us_run_to_run_pct.idxmax(), "stage"])
+    pr = pd.read_csv(per_run)
+    t = pr[pr.headline & pr.article_tile & (pr.variant == worst)].set_index("run").time_us
+    off = pd.Series({run: 100 * (t[run] / t.drop(run).median() - 1) for run in t.index})
+    far = off.abs().idxmax()
+    v.macro("MaxTimeVariationStage", worst)
+    v.macro("MaxTimeVariationRun", far)
+    v.macro("MaxTimeVariationRunPct", fixed(off[far], 1))
     v.macro("MaxRatioVariation", fixed(var[["pct_of_torch-flash_run_to_run_pct",
                                              "pct_of_torch-default_run_to_run_pct"]].max().max(), 1))
     # Our Triton switches that also turn off switches they replace (kernels/stages.py: Switch.replaces).
