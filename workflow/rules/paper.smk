@@ -92,6 +92,7 @@ PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gl
 GLUON_GRID = f"{DATA}/probes/exact-diff-check"   # the newest GPU verification of the Gluon kernel's current source (its verify step)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
+EXACT_FIRST = f"{DATA}/run-29"   # the first run of the exact exponent (1c7a071), which replaced the clamp
 PROBE_QWEN3 = f"{DATA}/probes/qwen3-e2e"
 PROBE_HOST = f"{DATA}/probes/host-cost"
 PROBE_V23 = f"{DATA}/probes/v23-check"      # v23's first GPU check: its own tile and v22's, beside v22
@@ -143,7 +144,7 @@ VALUES = {
     "steady": dict(timings=rules.aggregate.output.timings),
     "clamp": dict(per_run=rules.aggregate.output.per_run, large_n=rules.aggregate.output.large_n,
                   predictions="data/predictions/probes.csv", plan_before=f"{CLAMP_BEFORE}/plan.yaml",
-                  plan_after=f"{CLAMP_AFTER}/plan.yaml"),
+                  plan_after=f"{CLAMP_AFTER}/plan.yaml", plan_exact=f"{EXACT_FIRST}/plan.yaml"),
     "xcause": dict(seal_file=f"{PROBE_XCAUSE}/SHA256SUMS", cause=f"{PROBE_XCAUSE}/crosscheck_cause.csv"),
     "lowered": dict(lowered_seal=f"{PROBE_LOWERED}/SHA256SUMS", vote_seal=f"{PROBE_VOTE}/SHA256SUMS",
                     underflow_seal=f"{PROBE_UNDERFLOW}/SHA256SUMS",

@@ -8,7 +8,9 @@ not scale) and instructions executed (inst); for each prediction committed befor
 the ALU pipe's share of active cycles before and after (alu_before, alu_after). The two runs ran on different H200s:
 cuDNN, which the clamp does not touch, is the control. The Gluon stages' timer changes below the lengths the later run's plan
 counts as long (its steady step's steady_min_N: the power-capped ones) are summarised by their median and range
-(ClampShortFrom, ClampShortTo, ClampGluonMedian, ClampGluonMin, ClampGluonMax)."""
+(ClampShortFrom, ClampShortTo, ClampGluonMedian, ClampGluonMin, ClampGluonMax). The same changes from the run before
+the clamp to the first run of the exact exponent, which replaced it (plan_exact's run; \\val{exactrun}{<entry>@<N>}{timer,
+cycles, inst}), say whether the exact exponent won the clamp's cycles back."""
 import sys
 from pathlib import Path
 
@@ -31,16 +33,22 @@ def pct_change(after: float, before: float) -> str:
     return f"{100 * (after / before - 1):+.1f}"
 
 
-def values(per_run: Path, large_n: Path, predictions: Path, plan_before: Path, plan_after: Path) -> Values:
+def values(per_run: Path, large_n: Path, predictions: Path, plan_before: Path, plan_after: Path,
+           plan_exact: Path) -> Values:
     BEFORE, AFTER = Path(plan_before).parent.name, Path(plan_after).parent.name
+    EXACT = Path(plan_exact).parent.name
     v = Values("clamp")
     v.macro("ClampRunBefore", BEFORE)
     v.macro("ClampRunAfter", AFTER)
+    v.macro("ExactRunFirst", EXACT)
     p = pd.read_csv(per_run)
     layout = {k: val for k, val in HEADLINE.items() if k != "N"}     # the headline layout at every length
-    p = p[where(p, **layout) & p.run.isin([BEFORE, AFTER]) & (p.own_tile | (p.impl != "triton"))]  # stages at their own tile
-    t = p.pivot_table(index=["variant", "N"], columns="run", values="kernels_us", aggfunc="median")
-    t = t[[BEFORE, AFTER]].dropna()                                   # what both runs timed
+    p = p[where(p, **layout) & p.run.isin([BEFORE, AFTER, EXACT]) & (p.own_tile | (p.impl != "triton"))]  # own tiles
+    every = p.pivot_table(index=["variant", "N"], columns="run", values="kernels_us", aggfunc="median")
+    t = every[[BEFORE, AFTER]].dropna()                               # what both runs timed
+    exact = every[[BEFORE, EXACT]].dropna()
+    for (var, n), pct in (100 * (exact[EXACT] / exact[BEFORE] - 1)).items():
+        v.put("exactrun", key(var, n), "timer", f"{pct:+.1f}")
     change = 100 * (t[AFTER] / t[BEFORE] - 1)
     for (var, n), pct in change.items():
         v.put("clamp", key(var, n), "timer", f"{pct:+.1f}")
@@ -54,12 +62,15 @@ def values(per_run: Path, large_n: Path, predictions: Path, plan_before: Path, p
     v.macro("ClampGluonMax", f"{gluon.max():+.1f}")
 
     d = pd.read_csv(large_n)
-    d = d[d.run.isin([BEFORE, AFTER]) & d.key.str.contains(r"\|float16\|causal\|")]
-    m = d.pivot_table(index=["variant", "N", "metric"], columns="run", values="value", aggfunc="median")
-    m = m[[BEFORE, AFTER]].dropna()
+    d = d[d.run.isin([BEFORE, AFTER, EXACT]) & d.key.str.contains(r"\|float16\|causal\|")]
+    every = d.pivot_table(index=["variant", "N", "metric"], columns="run", values="value", aggfunc="median")
+    m = every[[BEFORE, AFTER]].dropna()
+    mx = every[[BEFORE, EXACT]].dropna()
     for column, metric in NCU.items():
         for (var, n, _), row in m.xs(metric, level="metric", drop_level=False).iterrows():
             v.put("clamp", key(var, n), column, pct_change(row[AFTER], row[BEFORE]))
+        for (var, n, _), row in mx.xs(metric, level="metric", drop_level=False).iterrows():
+            v.put("exactrun", key(var, n), column, pct_change(row[EXACT], row[BEFORE]))
 
     pred = pd.read_csv(predictions)
     pred = pred[pred.probe == PROBE]

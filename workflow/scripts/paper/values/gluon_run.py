@@ -132,6 +132,7 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
                 f"{' or '.join(ties.index)} ({fixed(ties.iloc[0], 3)}--{fixed(ties.iloc[-1], 3)}$\\times$)")
         v.put("gbest", n, DTYPES[dt], text)
         (met if best.iloc[0] <= GOAL_X else missed).setdefault(DTYPES[dt], []).append(str(n))
+        v.put("gover", n, DTYPES[dt], fixed(100 * (best.iloc[0] / GOAL_X - 1), 1))   # % above the goal (< 0: met)
     for dt in DTYPES.values():
         v.put("ggoal", dt, "met", listing(met.get(dt, [])) if met.get(dt) else "none")
         v.put("ggoal", dt, "missed", listing(missed.get(dt, [])) if missed.get(dt) else "none")

@@ -9,7 +9,11 @@ import pandas as pd
 from kernels.stages import BASELINE, BEYOND
 
 from pipeline.latex import Values, count_word, fixed, listing
-from pipeline.selection import TORCH, run_number
+from pipeline.selection import STAGES, TORCH, run_number
+
+# An article stage whose time in the run of the largest variation is this far (%) from its other runs' median is named
+# as moved there; the largest move of the others is the same run's control.
+MOVED_PCT = 2
 
 
 def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path, per_run: Path) -> Values:
@@ -38,6 +42,16 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
     v.macro("MaxTimeVariationStage", worst)
     v.macro("MaxTimeVariationRun", far)
     v.macro("MaxTimeVariationRunPct", fixed(off[far], 1))
+    # the article's stages in that run, each against the median of its other runs: those beyond MOVED_PCT, and the
+    # largest move of the rest (the control within the same run and GPU)
+    a = pr[pr.headline & pr.article_tile & pr.variant.isin(STAGES)].pivot_table(index="run", columns="variant",
+                                                                                  values="time_us")
+    dev = pd.Series({st: 100 * (a.loc[far, st] / a[st].drop(far).median() - 1) for st in STAGES if st in a})
+    moved = [st for st in STAGES if st in dev and abs(dev[st]) > MOVED_PCT]
+    v.macro("MaxTimeVariationMoved", listing(moved))
+    lo, hi = fixed(dev[moved].min(), 1), fixed(dev[moved].max(), 1)
+    v.macro("MaxTimeVariationMovedPct", lo if lo == hi else f"{lo} to {hi}")
+    v.macro("MaxTimeVariationRestPct", fixed(dev.drop(moved).abs().max(), 1))
     v.macro("MaxRatioVariation", fixed(var[["pct_of_torch-flash_run_to_run_pct",
                                              "pct_of_torch-default_run_to_run_pct"]].max().max(), 1))
     # Our Triton switches that also turn off switches they replace (kernels/stages.py: Switch.replaces).
