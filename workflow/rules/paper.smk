@@ -110,10 +110,11 @@ PROBE_VOTE = f"{DATA}/probes/clamp-vote"        # the clamp behind a warp vote a
 PROBE_UNDERFLOW = f"{DATA}/probes/guards-underflow"   # the clamp alone: large-score cases that failed
 PROBE_EXACT = f"{DATA}/probes/exact-diff-check"      # the exact exponent: guards' GPU test, verify grid
 PROBE_EXACT_TIMING = f"{DATA}/probes/exact-diff-timing"   # the exact exponent's cost against the clamp, A/B
+PROBE_REGISTERS = f"{DATA}/probes/exact-registers"   # v2-v5's sm_90 build at run-27's, run-28's and run-29's source
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs,
-                   per_run=rules.aggregate.output.per_run),
+                   per_run=rules.aggregate.output.per_run, registers_seal=f"{PROBE_REGISTERS}/SHA256SUMS"),
     "tiles": dict(per_run=rules.aggregate.output.per_run, headline_median=rules.aggregate.output.headline_median,
                   timings=rules.aggregate.output.timings),
     "sweep": dict(per_run=rules.aggregate.output.per_run, ceilings=rules.aggregate.output.ceilings),

@@ -8,15 +8,19 @@ import pandas as pd
 
 from kernels.stages import BASELINE, BEYOND
 
+from pipeline import seal
 from pipeline.latex import Values, count_word, fixed, listing
 from pipeline.selection import STAGES, TORCH, run_number
 
 # An article stage whose time in the run of the largest variation is this far (%) from its other runs' median is named
 # as moved there; the largest move of the others is the same run's control.
 MOVED_PCT = 2
+# probes/exact-registers' builds, by the source commit of run-27, run-28 and run-29 (the last two: before and after)
+REGISTER_BUILDS = ("07056d7", "e56b76c", "1c7a071")
 
 
-def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path, per_run: Path) -> Values:
+def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path, per_run: Path,
+           registers_seal: Path) -> Values:
     v = Values("stages")
     for r in pd.read_csv(stage_table).itertuples():
         v.put("stage", r.stage, "us", fixed(r.ours_us, 1))
@@ -52,6 +56,24 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
     lo, hi = fixed(dev[moved].min(), 1), fixed(dev[moved].max(), 1)
     v.macro("MaxTimeVariationMovedPct", lo if lo == hi else f"{lo} to {hi}")
     v.macro("MaxTimeVariationRestPct", fixed(dev.drop(moved).abs().max(), 1))
+    # the moved stages' build at the source before that run's and at its own (probes/exact-registers: one CSV per
+    # source commit, REGISTER_BUILDS): registers per thread and the programs per SM the register file holds
+    folder = Path(registers_seal).parent
+    seal.verify(folder)
+    builds = {c: pd.read_csv(folder / f"build-{c}.csv") for c in REGISTER_BUILDS}
+
+    def metric(commit: str, stage: str, name: str) -> int:
+        b = builds[commit]
+        return int(b[(b.variant == stage) & (b.metric == name)].value.iloc[0])
+
+    before, after = REGISTER_BUILDS[-2], REGISTER_BUILDS[-1]
+    for name, col in (("registers", "regs"), ("blocks_limit_registers", "blocks")):
+        for commit, when in ((before, "before"), (after, "after")):
+            v.macro(f"MovedBuild{col.capitalize()}{when.capitalize()}",
+                    listing(sorted({str(metric(commit, st, name)) for st in moved})))
+    same = [st for st in builds[after].variant.unique() if st not in moved
+            and metric(before, st, "blocks_limit_registers") == metric(after, st, "blocks_limit_registers")]
+    v.macro("MovedBuildSameStages", listing(sorted(same)))
     v.macro("MaxRatioVariation", fixed(var[["pct_of_torch-flash_run_to_run_pct",
                                              "pct_of_torch-default_run_to_run_pct"]].max().max(), 1))
     # Our Triton switches that also turn off switches they replace (kernels/stages.py: Switch.replaces).
