@@ -67,10 +67,14 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
         return int(b[(b.variant == stage) & (b.metric == name)].value.iloc[0])
 
     before, after = REGISTER_BUILDS[-2], REGISTER_BUILDS[-1]
-    for name, col in (("registers", "regs"), ("blocks_limit_registers", "blocks")):
-        for commit, when in ((before, "before"), (after, "after")):
-            v.macro(f"MovedBuild{col.capitalize()}{when.capitalize()}",
-                    listing(sorted({str(metric(commit, st, name)) for st in moved})))
+
+    def of_moved(commit: str, name: str) -> str:
+        return listing(sorted({str(metric(commit, st, name)) for st in moved}))
+
+    v.macro("MovedBuildRegsBefore", of_moved(before, "registers"))
+    v.macro("MovedBuildRegsAfter", of_moved(after, "registers"))
+    v.macro("MovedBuildBlocksBefore", of_moved(before, "blocks_limit_registers"))
+    v.macro("MovedBuildBlocksAfter", of_moved(after, "blocks_limit_registers"))
     same = [st for st in builds[after].variant.unique() if st not in moved
             and metric(before, st, "blocks_limit_registers") == metric(after, st, "blocks_limit_registers")]
     v.macro("MovedBuildSameStages", listing(sorted(same)))
