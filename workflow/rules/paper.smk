@@ -110,6 +110,7 @@ PROBE_VOTE = f"{DATA}/probes/clamp-vote"        # the clamp behind a warp vote a
 PROBE_UNDERFLOW = f"{DATA}/probes/guards-underflow"   # the clamp alone: large-score cases that failed
 PROBE_EXACT = f"{DATA}/probes/exact-diff-check"      # the exact exponent: guards' GPU test, verify grid
 PROBE_EXACT_TIMING = f"{DATA}/probes/exact-diff-timing"   # the exact exponent's cost against the clamp, A/B
+PROBE_REGS_TIMING = f"{DATA}/probes/exact-regs-timing"   # v2-v4 at run-28's and the exact exponent's source, A/B
 PROBE_REGISTERS = f"{DATA}/probes/exact-registers"   # v2-v5's sm_90 build at run-27's, run-28's and run-29's source
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
@@ -150,6 +151,7 @@ VALUES = {
     "lowered": dict(lowered_seal=f"{PROBE_LOWERED}/SHA256SUMS", vote_seal=f"{PROBE_VOTE}/SHA256SUMS",
                     underflow_seal=f"{PROBE_UNDERFLOW}/SHA256SUMS",
                     exact_seal=f"{PROBE_EXACT}/SHA256SUMS", exact_timing_seal=f"{PROBE_EXACT_TIMING}/SHA256SUMS",
+                    exact_regs_seal=f"{PROBE_REGS_TIMING}/SHA256SUMS",
                     predictions="data/predictions/probes.csv"),
     "settle": dict(seal_file=f"{PROBE_SETTLE}/SHA256SUMS", cause=f"{PROBE_SETTLE}/crosscheck_cause.csv"),
     "v29check": dict(seal_file=f"{PROBE_V29}/SHA256SUMS", correctness=f"{PROBE_V29}/verify/correctness.csv",

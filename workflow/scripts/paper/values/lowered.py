@@ -81,10 +81,11 @@ def changes(probe: str, change: pd.Series, predictions: pd.DataFrame) -> list:
 
 
 def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, exact_seal: Path, exact_timing_seal: Path,
-           predictions: Path) -> Values:
-    lowered, vote, underflow, exact, exact_timing = (Path(f).parent for f in (lowered_seal, vote_seal, underflow_seal,
-                                                                              exact_seal, exact_timing_seal))
-    for folder in (lowered, vote, underflow, exact, exact_timing):
+           exact_regs_seal: Path, predictions: Path) -> Values:
+    lowered, vote, underflow, exact, exact_timing, exact_regs = (
+        Path(f).parent for f in (lowered_seal, vote_seal, underflow_seal, exact_seal, exact_timing_seal,
+                                 exact_regs_seal))
+    for folder in (lowered, vote, underflow, exact, exact_timing, exact_regs):
         seal.verify(folder)
     v = Values("lowered")
 
@@ -123,6 +124,8 @@ def values(lowered_seal: Path, vote_seal: Path, underflow_seal: Path, exact_seal
         v.put("vote", row, column, text)
     for row, column, text in changes("exact_diff", ab_change(exact_timing), pred):
         v.put("exact", row, column, text)
+    for row, column, text in changes("exact_regs", ab_change(exact_regs), pred):
+        v.put("regs", row, column, text)
     return v
 
 
