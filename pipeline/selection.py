@@ -91,9 +91,13 @@ def change_on_one_gpu(times: pd.DataFrame, gpus: pd.DataFrame, new: str, old: st
     change = (100 * (times[new] / times[old] - 1)).dropna()
     if new in gpus and old in gpus:
         g = gpus.reindex(change.index)
-        same = (g[new] == g[old]) | g[new].isna() | g[old].isna()
-        change = change[same]
+        change = change[same_gpu(g[new], g[old])]
     return change
+
+
+def same_gpu(a: pd.Series, b: pd.Series) -> pd.Series:
+    """Per run, whether two entries' GPUs (aligned Series) are one: equal, or either not recorded."""
+    return (a == b) | a.isna() | b.isna()
 
 
 def pivot_with_gpus(pr: pd.DataFrame, values: str = "time_us") -> tuple:

@@ -194,7 +194,7 @@ class Ours:
         both = pd.concat([new, get(src)], axis=1, keys=["new", "old"]).dropna()
         if q == "time":    # a change within a run pairs two entries timed on one GPU (an x2 run's sets ran on two)
             g = pd.concat([self.gpu(dst, N), self.gpu(src, N)], axis=1, keys=["new", "old"]).reindex(both.index)
-            both = both[(g.new == g.old) | g.new.isna() | g.old.isna()]
+            both = both[selection.same_gpu(g.new, g.old)]
         if comp.rule == "ratio":
             return list(100 * both.new / both.old)
         if comp.rule == "change_points":
@@ -220,7 +220,8 @@ class Ours:
         if premise == "exponent_is_one_ffma":
             # C10's: Triton fuses the article's s * scale - m into one FFMA per exponential (v7's, the article's last
             # stage, in the sm_90 build); false since issue 22's exact exponent, (s - m) * scale
-            return self.static("v7", "sass.FFMA") >= self.static("v7", "sass.MUFU.EX2") > 0
+            final = selection.STAGES[-1]
+            return self.static(final, "sass.FFMA") >= self.static(final, "sass.MUFU.EX2") > 0
         if premise == "working_set_exceeds_l2":
             shape = Shape(**{**_HEADLINE.as_dict(), "N": N})
             tile = selection.ARTICLE_TILE

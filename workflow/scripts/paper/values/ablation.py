@@ -37,11 +37,12 @@ def costly(h: pd.DataFrame, v: Values | None = None, gpus: pd.DataFrame | None =
     return out
 
 
-def _two_gpu_runs(h: pd.DataFrame, gpus: pd.DataFrame, variant: str, base: str) -> list:
+def _two_gpu_runs(h: pd.DataFrame, gpus: pd.DataFrame, variant: str, base: str) -> set:
+    """The runs that timed both entries, less those change_on_one_gpu keeps."""
     if variant not in h or base not in h:
-        return []
+        return set()
     both = (h[variant] / h[base]).dropna().index
-    return [run for run in both if len(change_on_one_gpu(h.loc[[run]], gpus.loc[[run]], variant, base)) == 0]
+    return set(both) - set(change_on_one_gpu(h, gpus, variant, base).index)
 
 
 def values(per_run: Path) -> Values:
@@ -52,8 +53,9 @@ def values(per_run: Path) -> Values:
     picked = costly(h, v, gpus)
     # the runs whose pairs (a switch removed from the final stage or added to the baseline, and that stage) were
     # timed on two GPUs, left out of every change above
-    two = sorted({run for sw in SWITCHES for base, var in ((last, f"{last}-{sw}"), (STAGES[0], f"{STAGES[0]}+{sw}"))
-                  for run in _two_gpu_runs(h, gpus, variant_name(resolve_variant(var)), base)}, key=run_number)
+    two = sorted(set().union(*(_two_gpu_runs(h, gpus, variant_name(resolve_variant(var)), base) for sw in SWITCHES
+                               for base, var in ((last, f"{last}-{sw}"), (STAGES[0], f"{STAGES[0]}+{sw}")))),
+                 key=run_number)
     v.macro("AblTwoGpuRuns", listing(two) if two else "none")
     costly_final, costly_base = picked["removed_pct"], picked["added_pct"]
     v.macro("AblCostlyInFinal", listing(costly_final))

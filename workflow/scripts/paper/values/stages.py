@@ -40,17 +40,20 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
     # the article's tile, as variation.csv takes them)
     worst = str(var.loc[var.time_us_run_to_run_pct.idxmax(), "stage"])
     pr = pd.read_csv(per_run)
-    t = pr[pr.headline & pr.article_tile & (pr.variant == worst)].set_index("run").time_us
-    off = pd.Series({run: 100 * (t[run] / t.drop(run).median() - 1) for run in t.index})
-    far = off.abs().idxmax()
-    v.macro("MaxTimeVariationStage", worst)
-    v.macro("MaxTimeVariationRun", far)
-    v.macro("MaxTimeVariationRunPct", fixed(off[far], 1))
-    # the article's stages in that run, each against the median of its other runs: those beyond MOVED_PCT, and the
-    # largest move of the rest (the control within the same run and GPU)
     a = pr[pr.headline & pr.article_tile & pr.variant.isin(STAGES)].pivot_table(index="run", columns="variant",
                                                                                   values="time_us")
-    dev = pd.Series({st: 100 * (a.loc[far, st] / a[st].drop(far).median() - 1) for st in STAGES if st in a})
+
+    def off(run: str, stage: str) -> float:
+        """A stage's time in one run against the median of its other runs, in percent."""
+        return 100 * (a.loc[run, stage] / a[stage].drop(run).dropna().median() - 1)
+
+    far = max(a[worst].dropna().index, key=lambda run: abs(off(run, worst)))
+    v.macro("MaxTimeVariationStage", worst)
+    v.macro("MaxTimeVariationRun", far)
+    v.macro("MaxTimeVariationRunPct", fixed(off(far, worst), 1))
+    # the article's stages in that run, each against the median of its other runs: those beyond MOVED_PCT, and the
+    # largest move of the rest (the control within the same run and GPU)
+    dev = pd.Series({st: off(far, st) for st in STAGES if st in a})
     moved = [st for st in STAGES if st in dev and abs(dev[st]) > MOVED_PCT]
     v.macro("MaxTimeVariationMoved", listing(moved))
     lo, hi = fixed(dev[moved].min(), 1), fixed(dev[moved].max(), 1)

@@ -95,12 +95,15 @@ def values(timings: Path) -> Values:
     clock = 100 * (capped.steady_mhz / pd.to_numeric(capped.sm_mhz, errors="coerce") - 1)
     v.macro("SteadyLoadedMhzPct", fixed(clock.median()))
     layout = {k: x for k, x in HEADLINE.items() if k not in ("N", "dtype")}
-    sweep = s[s.set.fillna("").str.contains("n_sweep") & where(s, **layout)
-              & (s.impl.ne("triton") | s.own_tile.astype(str).eq("True"))]
+
+    def in_sweep(df: pd.DataFrame) -> pd.Series:
+        """The N sweep's rows at the headline layout, our stages at their own tile."""
+        return (df.set.fillna("").str.contains("n_sweep") & where(df, **layout)
+                & (df.impl.ne("triton") | df.own_tile.astype(str).eq("True")))
+
+    sweep = s[in_sweep(s)]
     # an entry whose step was refused (its note says why) keeps its timer's time; its steady columns read 'refused'
-    timed = t[t.set.fillna("").str.contains("n_sweep") & where(t, **layout) & t.N.isin(set(sweep.N))
-              & (t.impl.ne("triton") | t.own_tile.astype(str).eq("True")) & t.variant.isin(ENTRIES)
-              & t.note.fillna("").astype(str).str.startswith("steady step:")]
+    timed = t[in_sweep(t) & t.N.isin(set(sweep.N)) & t.variant.isin(ENTRIES) & failed]
     for (variant, n, dtype), g in timed.groupby(["variant", "N", "dtype"]):
         if not sweep[(sweep.variant == variant) & (sweep.N == n) & (sweep.dtype == dtype)].empty:
             continue
