@@ -17,6 +17,8 @@ registers: see "The consumers in their own partitions, with 240 registers". PING
 makes the two consumers take turns at issuing their products: see "Ping-pong". PERSISTENT (on SPLIT_CONSUMERS,
 stage v26, built with PINGPONG) gives each SM one program that loops over the tiles: see "A persistent grid".
 SECTIONS (on PERSISTENT, stage v27) takes its tiles in sections of a few K/V heads: see "Sections of K/V heads".
+PAIRED_CVT (on PERSISTENT, stage v30, built with v29's switches) converts the probabilities into the P V product's
+16-bit operand two at a time, at the start of the step that multiplies them (``_operand``).
 
 The algorithm
 -------------
@@ -523,6 +525,25 @@ def _exponent(s, m, qk_scale):
 
 
 @gluon.jit
+def _operand(p, dtype: gl.constexpr, p_layout: gl.constexpr, PAIRED_CVT: gl.constexpr = False):
+    """The probabilities p (float32, the scores' layout) as the 16-bit A operand of the P V product. PAIRED_CVT
+    (stage v30): two neighbouring probabilities of a row by one ``cvt.rn.f16x2.f32`` (``bf16x2``), the low half
+    the first (the operand's order), where ``p.to(dtype)`` gives one conversion per probability, which ptxas packs
+    in the opposite order and swaps back with one PRMT per pair (32 per thread and step at 64x128); same rounding,
+    same values."""
+    if PAIRED_CVT:
+        if dtype == gl.float16:
+            h = gl.inline_asm_elementwise("cvt.rn.f16x2.f32 $0, $2, $1;", "=r,r,r", [p], dtype=gl.float16,
+                                          is_pure=True, pack=2)
+        else:
+            h = gl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,r,r", [p], dtype=gl.bfloat16,
+                                          is_pure=True, pack=2)
+    else:
+        h = p.to(dtype)
+    return gl.convert_layout(h, p_layout)
+
+
+@gluon.jit
 def _attn_step(acc, l_i, m_i, q_tile, k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, j, n_total,
                kv_b, kv_h, offs_m, N, qk_scale,
                MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
@@ -665,7 +686,7 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
                   HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr,
                   s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr,
                   PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0,
-                  base=0, rbase=0):
+                  base=0, rbase=0, PAIRED_CVT: gl.constexpr = False):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -682,6 +703,11 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
     otherwise): block j is the ring's block base + j, and step j the round rbase + j."""
     slot = (base + j) % NUM_STAGES
     prev = (base + j - 1) % NUM_STAGES
+    if PAIRED_CVT:
+        # p_op came in as block j - 1's float32 probabilities: converted here, where the conversions can write into
+        # the registers the P V product reads (a converted P carried round the loop came back in other registers,
+        # and ptxas copied it into the operand's with one PRMT or MOV per pair in the consumer's turn)
+        p_op = _operand(p_op, dtype, p_layout, True)
     if PINGPONG:
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
         mbarrier.wait(k_bars.index(slot), ((base + j) // NUM_STAGES) & 1)
@@ -704,7 +730,8 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
     mbarrier.arrive(k_empty.index(slot))
     p, alpha, l_i, m_i = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M, BLOCK_N,
                                           s_layout)
-    p_op = gl.convert_layout(p.to(dtype), p_layout)
+    if not PAIRED_CVT:
+        p_op = _operand(p, dtype, p_layout)
     # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
     # of the step, placed before the wait for the P V product. Without it ptxas moves that wait (WARPGROUP.DEPBAR)
     # up above the exponentials, and the softmax no longer runs under the product (tests/test_gluon_build.py counts
@@ -712,6 +739,8 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
     l_buf.store(l_i)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
     mbarrier.arrive(v_empty.index(prev))
+    if PAIRED_CVT:
+        p_op = p        # converted at the next step's start, into the operand's registers
     return acc, p_op, alpha, l_i, m_i
 
 
@@ -723,7 +752,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
               SOFTMAX_OVERLAP: gl.constexpr = False, l_buf=None, PINGPONG: gl.constexpr = False, my_turn=None,
               next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
-              q_phase=0, q_empty=None, o_smem=None):
+              q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -761,22 +790,24 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         mbarrier.arrive(k_empty.index(base % NUM_STAGES))
         p, alpha, l_i, m_i = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL, BLOCK_M,
                                               BLOCK_N, s_layout)
-        p_op = gl.convert_layout(p.to(dtype), p_layout)
+        p_op = p if PAIRED_CVT else _operand(p, dtype, p_layout)     # PAIRED_CVT: converted in the step that uses it
         for j in range(1, n_free):
             acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
-                                                       TURN_FLIP, base, rbase)
+                                                       TURN_FLIP, base, rbase, PAIRED_CVT)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
-                                                       TURN_FLIP, base, rbase)
+                                                       TURN_FLIP, base, rbase, PAIRED_CVT)
         if PERSISTENT:
             mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
         last = base + n_total - 1           # the ring's block of the last key block
+        if PAIRED_CVT:
+            p_op = _operand(p_op, dtype, p_layout, True)
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
         mbarrier.wait(v_bars.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
         if PINGPONG:
@@ -1115,7 +1146,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
                          PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr,
-                         SECTIONS: gl.constexpr, FOLD: gl.constexpr = False):
+                         SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1155,7 +1186,8 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
         _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, n_free,
                   n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
-                  PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem)
+                  PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem,
+                  PAIRED_CVT)
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
@@ -1175,7 +1207,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False,
                     PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False,
                     SECTIONS: gl.constexpr = False, FOLD: gl.constexpr = False,
-                    LEAN_BARRIERS: gl.constexpr = ""):
+                    LEAN_BARRIERS: gl.constexpr = "", PAIRED_CVT: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1201,6 +1233,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     query block of its head (``_folded_blocks``).
     LEAN_BARRIERS (with PERSISTENT): LEAN_MARK, or "" (off): the kernel's PTX carries the mark, and the compile's
     PTX stage drops the consumers' CTA barriers before their mbarrier operations (``drop_membar_barriers``).
+    PAIRED_CVT (with PERSISTENT): the probabilities become the P V product's 16-bit operand two at a time, by one
+    paired conversion each (``_operand``).
     """
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
@@ -1333,12 +1367,12 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
-                                    SECTIONS, FOLD)),
+                                    SECTIONS, FOLD, PAIRED_CVT)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
-                                    SECTIONS, FOLD)),
+                                    SECTIONS, FOLD, PAIRED_CVT)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
@@ -1474,7 +1508,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 sm_scale: float | None = None, producer_warp: bool = False, two_consumers: bool = False,
                 softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-                sections: bool = False, fold: bool = False, lean_barriers: bool = False) -> dict:
+                sections: bool = False, fold: bool = False, lean_barriers: bool = False,
+                paired_cvt: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1504,6 +1539,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if lean_barriers and not persistent:
         raise ValueError("lean_barriers (the Gluon kernel's LEAN_BARRIERS) needs persistent: its PTX pass is checked "
                          "on that kernel's consumers only")
+    if paired_cvt and not persistent:
+        raise ValueError("paired_cvt (the Gluon kernel's PAIRED_CVT) needs persistent: only that kernel's consumers "
+                         "take it")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -1515,7 +1553,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 IS_CAUSAL=bool(causal), PRODUCER_WARP=bool(producer_warp), TWO_CONSUMERS=bool(two_consumers),
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
                 SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
-                SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "")
+                SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
+                PAIRED_CVT=bool(paired_cvt))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1619,7 +1658,8 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 num_stages: int = 3, num_warps: int | None = None, producer_warp: bool = False,
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-                sections: bool = False, fold: bool = False, lean_barriers: bool = False):
+                sections: bool = False, fold: bool = False, lean_barriers: bool = False,
+                paired_cvt: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1645,7 +1685,8 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
     kwargs = kernel_args(q, k, v, torch.empty_like(q), causal, block_m, block_n, num_stages,
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
-                         persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers)
+                         persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
+                         paired_cvt=paired_cvt)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1709,7 +1750,8 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             block_n: int | None = None, num_stages: int | None = None, out=None, producer_warp: bool = False,
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
-            sections: bool = False, fold: bool = False, lean_barriers: bool = False):
+            sections: bool = False, fold: bool = False, lean_barriers: bool = False,
+            paired_cvt: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1718,7 +1760,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
-    persistent = persistent or sections or fold or lean_barriers
+    persistent = persistent or sections or fold or lean_barriers or paired_cvt
     split_consumers = split_consumers or pingpong or persistent
     register_realloc = register_realloc or split_consumers
     softmax_overlap = softmax_overlap or register_realloc
@@ -1736,7 +1778,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
                        softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
-                       lean_barriers)
+                       lean_barriers, paired_cvt)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

@@ -245,7 +245,8 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                                    split_consumers=split_consumers, pingpong="pingpong" in switches,
                                    persistent=persistent, sections="l2_sections" in switches,
                                    fold="folded_pairs" in switches,
-                                   lean_barriers="lean_barriers" in switches)
+                                   lean_barriers="lean_barriers" in switches,
+                                   paired_cvt="paired_cvt" in switches)
     return Launch(label, switches, t, grid, kwargs)
 
 

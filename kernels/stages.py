@@ -240,6 +240,13 @@ GLUON: Mapping[str, Switch] = {
                "the four warps within a phase of each other, and without them a warp two phases behind could "
                "hang)",
                "LEAN_BARRIERS", requires=("persistent",)),
+        Switch("paired_cvt", "v30",
+               "the probabilities become the P V product's 16-bit operand two at a time, by one cvt.rn.f16x2.f32 "
+               "(bf16x2) per pair with the first in the low half, the operand's order, where a conversion per "
+               "probability left ptxas packing each pair the other way round and swapping it back with a PRMT (32 "
+               "per consumer thread and step at the 64x128 tile, issued in the consumer's turn between its two "
+               "products): the same rounding and the same values, 32 fewer instructions per step",
+               "PAIRED_CVT", requires=("persistent",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

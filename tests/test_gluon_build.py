@@ -113,8 +113,10 @@ FOLD_LOOPED = ["fold-" + name.removeprefix("sec-") for name in SECTIONS_LOOPED]
 # The kernel with LEAN_BARRIERS (stage v29, on FOLD): v28's configurations without the consumers' membar barriers.
 LEAN_CONFIGS = {"lean-" + name.removeprefix("fold-"): c for name, c in FOLD_CONFIGS.items()}
 LEAN_LOOPED = ["lean-" + name.removeprefix("fold-") for name in FOLD_LOOPED]
-# the persistent kernels (v26 to v29)
-PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS}
+# The kernel with PAIRED_CVT (stage v30, on LEAN_BARRIERS): v29's configurations with P converted two at a time.
+PAIRED_CONFIGS = {"pair-" + name.removeprefix("lean-"): c for name, c in LEAN_CONFIGS.items()}
+# the persistent kernels (v26 to v30)
+PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS}
 # the three partitions with setmaxnreg (v24 to v29)
 SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
@@ -138,7 +140,8 @@ _COMPILE = textwrap.dedent("""
                             two_consumers=two, softmax_overlap=overlap, register_realloc=bool(later and later[0]),
                             split_consumers=bool(later[1:] and later[1]), pingpong=bool(later[2:] and later[2]),
                             persistent=bool(later[3:] and later[3]), sections=bool(later[4:] and later[4]),
-                            fold=bool(later[5:] and later[5]), lean_barriers=bool(later[6:] and later[6]))
+                            fold=bool(later[5:] and later[5]), lean_barriers=bool(later[6:] and later[6]),
+                            paired_cvt=bool(later[7:] and later[7]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -202,7 +205,9 @@ def built(tmp_path_factory):
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True]
                   for name, c in FOLD_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True]
-                  for name, c in LEAN_CONFIGS.items()}}
+                  for name, c in LEAN_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True]
+                  for name, c in PAIRED_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
@@ -1029,7 +1034,7 @@ def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, na
     code), and one more mbarrier than v25, Q's "empty", counting the two consumers' releases."""
     shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
     m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")
-                                .removeprefix("lean-")]
+                                .removeprefix("lean-").removeprefix("pair-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
@@ -1365,3 +1370,31 @@ def test_lean_barriers_need_the_persistent_grid():
     assert args["LEAN_BARRIERS"] == LEAN_MARK and LEAN_MARK.startswith("// ")
     assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 128, 2, **common,
                        persistent=True)["LEAN_BARRIERS"] == ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PAIRED_CVT (stage v30): P converted two at a time, where the conversions write the P V product's operand
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", PAIRED_CONFIGS)
+def test_paired_cvt_drops_the_pair_swaps(built, name):
+    """v29's registers (no spills), products, exponentials, conversions (one F2FP per pair) and arrive and wait
+    sites; no PRMT left in the KV loops, where v29 swaps each pair's halves back with one (32 per step at 64x128);
+    and each step still has its exponentials between the wait for the scores and the wait for P V."""
+    shape, _, _, _, bn, _ = PAIRED_CONFIGS[name]
+    m, v29 = built[name], built["lean-" + name.removeprefix("pair-")]
+    assert m["registers"] == v29["registers"]
+    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["stack"] == 0
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR"):
+        assert m["mix"].get(op, 0) == v29["mix"].get(op, 0), op
+    if shape[3] > 1:
+        loops, loops29 = kv_loops(m["sass"]), kv_loops(v29["sass"])
+        assert len(loops) == len(loops29) == 4
+        for body, body29 in zip(loops, loops29):
+            assert not [t for t in body if t.startswith("PRMT")]
+            assert len([t for t in body29 if t.startswith("PRMT")]) >= bn // 4     # a pair's swap, 64 x bn / 2 / 128
+            f2fp = len([t for t in body if t.startswith("F2FP")])
+            assert f2fp == len([t for t in body29 if t.startswith("F2FP")]) and f2fp % (bn // 4) == 0
+            assert_overlapped_step(body, name, shape[4], bn)
+            assert len(body) < len(body29)
+
