@@ -66,7 +66,8 @@ def compile_gluon(switches: frozenset, arch: int, tile: Tile, shape: Shape):
                                      sections="l2_sections" in switches,
                                      fold="folded_pairs" in switches,
                                      lean_barriers="lean_barriers" in switches,
-                                     paired_cvt="paired_cvt" in switches)
+                                     paired_cvt="paired_cvt" in switches,
+                                     rare_rescale="rare_rescale" in switches)
     except Exception as err:  # a tile or shape the kernel does not take, or a refusal of Gluon's compiler
         raise TileNotSupportedError(f"{label}: Gluon cannot build this variant at tile {tile.label()}: "
                                     f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"

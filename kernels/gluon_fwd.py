@@ -374,6 +374,24 @@ PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it
 # The running maximum's start (see "The algorithm"): finite, and no finite score is below it.
 NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
+# RARE_RESCALE: the growth of a row's maximum, in exp2 units (a factor 2^8), past which a step rescales
+# (FlashAttention-4's threshold; kernels.flash_fwd.RESCALE_THRESHOLD)
+RESCALE_GROWTH = gl.constexpr(8.0)      # (0f41000000 in _warp_grew's vote)
+
+
+def _rescale_asm(n: int) -> tuple:
+    """RARE_RESCALE: the inline asm of acc's rescale for a thread's n entries (its share of a 64-row warpgroup's
+    acc: 64 at D = 128, 32 at D = 64) and its constraints: outputs $0..$n-1 tied to the entries of acc ($n..), the
+    rows' alphas and the warp's decision after them; a uniform branch skips the n multiplications where the warp's
+    decision (the first entry's: the same in all of a thread's) is 0."""
+    body = "".join(f"mul.f32 ${i}, ${n + i}, ${2 * n + i}; " for i in range(n))
+    asm = ("{ .reg .pred p; setp.ne.f32 p, $" + str(3 * n) + ", 0f00000000; @!p bra.uni SKIP${:uid}; " + body
+           + "SKIP${:uid}: }")
+    return asm, ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (2 * n))
+
+
+RESCALE_ASM_128, RESCALE_CONSTRAINTS_128 = (gl.constexpr(x) for x in _rescale_asm(64))
+RESCALE_ASM_64, RESCALE_CONSTRAINTS_64 = (gl.constexpr(x) for x in _rescale_asm(32))
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
 # consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
 # docstring for why not 128-row K/V blocks, and two_consumers_tile for the choice).
@@ -648,9 +666,19 @@ def _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empt
 
 @gluon.jit
 def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr,
-                     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr):
+                     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr,
+                     RARE_RESCALE: gl.constexpr = False):
     """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
-    probabilities p, the factor alpha by which the output so far is to be rescaled, and the new l_i and m_i."""
+    probabilities p, the factor alpha by which the output so far is to be rescaled, the new l_i and m_i, and
+    whether acc is to be rescaled (1, a scalar; always without RARE_RESCALE).
+
+    RARE_RESCALE (stage v31, FlashAttention-4's conditional rescaling, kernels.flash_fwd's LAZY_RESCALE): the
+    maxima m_i stay, and neither l_i nor acc is rescaled, unless some row's maximum grew by more than
+    RESCALE_GROWTH in exp2 units: one decision per warp (a vote over its 16 rows, which only that warp's threads hold
+    in acc, l_i and m_i), so that the branch that skips acc's rescale is uniform in the warp. The exponents are then at most RESCALE_GROWTH: the
+    probabilities at most 2^8, which float32 sums and 16-bit P hold without loss, and the largest at least 1 once a
+    row has a finite score; a NaN score keeps its row NaN (its exponent is NaN whichever maximum it is taken from),
+    and a row whose scores are all -inf keeps NO_SCORE and probabilities 0."""
     if MASKED:
         start_n = j * BLOCK_N
         cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -660,10 +688,50 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
     m_new = gl.maximum(m_i, gl.max(s, 1))
-    p = gl.exp2(_exponent(s, m_new[:, None], qk_scale))
-    alpha = gl.exp2(_exponent(m_i, m_new, qk_scale))
-    l_i = l_i * alpha + gl.sum(p, 1)
-    return p, alpha, l_i, m_new
+    if RARE_RESCALE:
+        # one decision per warp (its 16 rows), whose rows no other warp touches: a vote, no barrier
+        warp = _warp_grew(_exponent(m_new, m_i, qk_scale))
+        alpha = gl.where(warp != 0, gl.exp2(_exponent(m_i, m_new, qk_scale)), 1.0)
+        m_i = gl.where(warp != 0, m_new, m_i)
+        p = gl.exp2(_exponent(s, m_i[:, None], qk_scale))
+        l_i = l_i * alpha + gl.sum(p, 1)
+        rescale = warp
+    else:
+        p = gl.exp2(_exponent(s, m_new[:, None], qk_scale))
+        alpha = gl.exp2(_exponent(m_i, m_new, qk_scale))
+        l_i = l_i * alpha + gl.sum(p, 1)
+        m_i = m_new
+        rescale = 1
+    return p, alpha, l_i, m_i, rescale
+
+
+@gluon.jit
+def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, RARE_RESCALE: gl.constexpr = False):
+    """acc times each row's alpha. RARE_RESCALE: rescale is the warp's decision (1.0 or 0.0 in each of its rows'
+    entries, the same in every lane: ``_warp_grew``), and a warp without it skips the multiplications behind a
+    uniform branch (``_rescale_asm``); its alpha is then 1 in every row, so acc is what the multiplications would
+    give."""
+    if RARE_RESCALE:
+        a = gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        w = gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))[:, None]
+        if acc.shape[1] == 128:
+            acc = gl.inline_asm_elementwise(RESCALE_ASM_128, RESCALE_CONSTRAINTS_128, [acc, a, w], dtype=gl.float32,
+                                            is_pure=True, pack=64)
+        else:
+            acc = gl.inline_asm_elementwise(RESCALE_ASM_64, RESCALE_CONSTRAINTS_64, [acc, a, w], dtype=gl.float32,
+                                            is_pure=True, pack=32)
+    else:
+        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+    return acc
+
+
+@gluon.jit
+def _warp_grew(growth):
+    """RARE_RESCALE: 1.0 in every row of a warp where some row's maximum grew by more than RESCALE_GROWTH (growth is
+    in exp2 units; a NaN row does not ask), else 0.0: a vote over the warp, the same in all its lanes."""
+    return gl.inline_asm_elementwise(
+        "{ .reg .pred g, a; setp.gt.f32 g, $1, 0f41000000; vote.sync.any.pred a, g, 0xffffffff; "
+        "selp.f32 $0, 0f3F800000, 0f00000000, a; }", "=r,r", [growth], dtype=gl.float32, is_pure=True, pack=1)
 
 
 @gluon.jit
@@ -680,13 +748,13 @@ def _pass_turn(next_turn):
 
 
 @gluon.jit
-def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, l_buf, j,
+def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_bars, k_empty, v_empty, l_buf, j,
                   offs_m, N, qk_scale, dtype: gl.constexpr,
                   MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
                   HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr,
                   s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr,
                   PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0,
-                  base=0, rbase=0, PAIRED_CVT: gl.constexpr = False):
+                  base=0, rbase=0, PAIRED_CVT: gl.constexpr = False, RARE_RESCALE: gl.constexpr = False):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -709,7 +777,7 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
         # and ptxas copied it into the operand's with one PRMT or MOV per pair in the consumer's turn)
         p_op = _operand(p_op, dtype, p_layout, True)
     if PINGPONG:
-        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE)
         mbarrier.wait(k_bars.index(slot), ((base + j) // NUM_STAGES) & 1)
         mbarrier.wait(v_bars.index(prev), ((base + j - 1) // NUM_STAGES) & 1)
         _take_turn(my_turn, rbase + j, TURN_FLIP)
@@ -722,14 +790,14 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
         k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
         s = warpgroup_mma(q_tile, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
                           use_acc=False, is_async=True)
-        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE)
         mbarrier.wait(v_bars.index(prev), ((base + j - 1) // NUM_STAGES) & 1)
         v_tile = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])
         acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
     mbarrier.arrive(k_empty.index(slot))
-    p, alpha, l_i, m_i = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M, BLOCK_N,
-                                          s_layout)
+    p, alpha, l_i, m_i, rescale = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M,
+                                                   BLOCK_N, s_layout, RARE_RESCALE)
     if not PAIRED_CVT:
         p_op = _operand(p, dtype, p_layout)
     # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
@@ -741,7 +809,7 @@ def _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars, v_
     mbarrier.arrive(v_empty.index(prev))
     if PAIRED_CVT:
         p_op = p        # converted at the next step's start, into the operand's registers
-    return acc, p_op, alpha, l_i, m_i
+    return acc, p_op, alpha, rescale, l_i, m_i
 
 
 @gluon.jit
@@ -752,7 +820,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
               SOFTMAX_OVERLAP: gl.constexpr = False, l_buf=None, PINGPONG: gl.constexpr = False, my_turn=None,
               next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
-              q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False):
+              q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False,
+              RARE_RESCALE: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -788,27 +857,29 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
             _pass_turn(next_turn)
         s0 = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
         mbarrier.arrive(k_empty.index(base % NUM_STAGES))
-        p, alpha, l_i, m_i = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL, BLOCK_M,
-                                              BLOCK_N, s_layout)
+        p, alpha, l_i, m_i, rescale = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL,
+                                                       BLOCK_M, BLOCK_N, s_layout, RARE_RESCALE)
         p_op = p if PAIRED_CVT else _operand(p, dtype, p_layout)     # PAIRED_CVT: converted in the step that uses it
         for j in range(1, n_free):
-            acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
+            acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
-                                                       TURN_FLIP, base, rbase, PAIRED_CVT)
+                                                       TURN_FLIP, base, rbase, PAIRED_CVT,
+                                                       RARE_RESCALE)
         for j in range(gl.maximum(n_free, 1), n_total):
-            acc, p_op, alpha, l_i, m_i = _overlap_step(acc, p_op, alpha, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
+            acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
-                                                       TURN_FLIP, base, rbase, PAIRED_CVT)
+                                                       TURN_FLIP, base, rbase, PAIRED_CVT,
+                                                       RARE_RESCALE)
         if PERSISTENT:
             mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
         last = base + n_total - 1           # the ring's block of the last key block
         if PAIRED_CVT:
             p_op = _operand(p_op, dtype, p_layout, True)
-        acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
+        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE)
         mbarrier.wait(v_bars.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
         if PINGPONG:
             _take_turn(my_turn, rbase + n_total, TURN_FLIP)
@@ -1146,7 +1217,8 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
                          PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr,
-                         SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False):
+                         SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False,
+                         RARE_RESCALE: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1187,7 +1259,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                   n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
                   PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem,
-                  PAIRED_CVT)
+                  PAIRED_CVT, RARE_RESCALE)
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
@@ -1207,7 +1279,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     REGISTER_REALLOC: gl.constexpr = False, SPLIT_CONSUMERS: gl.constexpr = False,
                     PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False,
                     SECTIONS: gl.constexpr = False, FOLD: gl.constexpr = False,
-                    LEAN_BARRIERS: gl.constexpr = "", PAIRED_CVT: gl.constexpr = False):
+                    LEAN_BARRIERS: gl.constexpr = "", PAIRED_CVT: gl.constexpr = False,
+                    RARE_RESCALE: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1235,7 +1308,10 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     PTX stage drops the consumers' CTA barriers before their mbarrier operations (``drop_membar_barriers``).
     PAIRED_CVT (with PERSISTENT): the probabilities become the P V product's 16-bit operand two at a time, by one
     paired conversion each (``_operand``).
+    RARE_RESCALE (with PAIRED_CVT): each consumer rescales its l_i and acc only in the steps where some row's maximum
+    grew by more than RESCALE_GROWTH (``_overlap_softmax``).
     """
+    gl.static_assert(PAIRED_CVT or not RARE_RESCALE, "RARE_RESCALE is built on PAIRED_CVT")
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
     if LEAN_BARRIERS != "":
@@ -1367,12 +1443,12 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
-                                    SECTIONS, FOLD, PAIRED_CVT)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
-                                    SECTIONS, FOLD, PAIRED_CVT)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
@@ -1509,7 +1585,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-                paired_cvt: bool = False) -> dict:
+                paired_cvt: bool = False, rare_rescale: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1542,6 +1618,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if paired_cvt and not persistent:
         raise ValueError("paired_cvt (the Gluon kernel's PAIRED_CVT) needs persistent: only that kernel's consumers "
                          "take it")
+    if rare_rescale and not paired_cvt:
+        raise ValueError("rare_rescale (the Gluon kernel's RARE_RESCALE) needs paired_cvt: it skips that kernel's "
+                         "rescales")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -1554,7 +1633,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
                 SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
                 SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
-                PAIRED_CVT=bool(paired_cvt))
+                PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1659,7 +1738,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-                paired_cvt: bool = False):
+                paired_cvt: bool = False, rare_rescale: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1686,7 +1765,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
                          persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
-                         paired_cvt=paired_cvt)
+                         paired_cvt=paired_cvt, rare_rescale=rare_rescale)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1751,7 +1830,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
             sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-            paired_cvt: bool = False):
+            paired_cvt: bool = False, rare_rescale: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1760,6 +1839,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    paired_cvt = paired_cvt or rare_rescale
     persistent = persistent or sections or fold or lean_barriers or paired_cvt
     split_consumers = split_consumers or pingpong or persistent
     register_realloc = register_realloc or split_consumers
@@ -1778,7 +1858,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
                        softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
-                       lean_barriers, paired_cvt)
+                       lean_barriers, paired_cvt, rare_rescale)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

@@ -246,7 +246,8 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                                    persistent=persistent, sections="l2_sections" in switches,
                                    fold="folded_pairs" in switches,
                                    lean_barriers="lean_barriers" in switches,
-                                   paired_cvt="paired_cvt" in switches)
+                                   paired_cvt="paired_cvt" in switches,
+                                   rare_rescale="rare_rescale" in switches)
     return Launch(label, switches, t, grid, kwargs)
 
 

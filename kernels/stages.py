@@ -247,6 +247,13 @@ GLUON: Mapping[str, Switch] = {
                "per consumer thread and step at the 64x128 tile, issued in the consumer's turn between its two "
                "products): the same rounding and the same values, 32 fewer instructions per step",
                "PAIRED_CVT", requires=("persistent",)),
+        Switch("rare_rescale", "v31",
+               "FlashAttention-4's conditional rescaling in the consumers (v14's lazy_rescale in Triton): the "
+               "running maxima, sums and output are rescaled only in a step where some row's maximum grew by more "
+               "than 8 in exp2 units (probabilities at most 2^8 otherwise), one decision per warp and step "
+               "(a vote over a warp's 16 rows), so that the 64 multiplications of acc per thread are skipped "
+               "behind a branch uniform in the warp in most steps of a long row",
+               "RARE_RESCALE", requires=("paired_cvt",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

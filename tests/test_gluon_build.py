@@ -115,8 +115,11 @@ LEAN_CONFIGS = {"lean-" + name.removeprefix("fold-"): c for name, c in FOLD_CONF
 LEAN_LOOPED = ["lean-" + name.removeprefix("fold-") for name in FOLD_LOOPED]
 # The kernel with PAIRED_CVT (stage v30, on LEAN_BARRIERS): v29's configurations with P converted two at a time.
 PAIRED_CONFIGS = {"pair-" + name.removeprefix("lean-"): c for name, c in LEAN_CONFIGS.items()}
-# the persistent kernels (v26 to v30)
-PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS}
+# The kernel with RARE_RESCALE (stage v31, on PAIRED_CVT): v30's configurations with the conditional rescale.
+RARE_CONFIGS = {"rare-" + name.removeprefix("pair-"): c for name, c in PAIRED_CONFIGS.items()}
+# the persistent kernels (v26 to v31)
+PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS,
+                   **RARE_CONFIGS}
 # the three partitions with setmaxnreg (v24 to v29)
 SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
@@ -141,7 +144,7 @@ _COMPILE = textwrap.dedent("""
                             split_consumers=bool(later[1:] and later[1]), pingpong=bool(later[2:] and later[2]),
                             persistent=bool(later[3:] and later[3]), sections=bool(later[4:] and later[4]),
                             fold=bool(later[5:] and later[5]), lean_barriers=bool(later[6:] and later[6]),
-                            paired_cvt=bool(later[7:] and later[7]))
+                            paired_cvt=bool(later[7:] and later[7]), rare_rescale=bool(later[8:] and later[8]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -207,7 +210,9 @@ def built(tmp_path_factory):
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True]
                   for name, c in LEAN_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True]
-                  for name, c in PAIRED_CONFIGS.items()}}
+                  for name, c in PAIRED_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True]
+                  for name, c in RARE_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
@@ -1034,7 +1039,7 @@ def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, na
     code), and one more mbarrier than v25, Q's "empty", counting the two consumers' releases."""
     shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
     m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")
-                                .removeprefix("lean-").removeprefix("pair-")]
+                                .removeprefix("lean-").removeprefix("pair-").removeprefix("rare-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
@@ -1398,3 +1403,45 @@ def test_paired_cvt_drops_the_pair_swaps(built, name):
             assert_overlapped_step(body, name, shape[4], bn)
             assert len(body) < len(body29)
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# RARE_RESCALE (stage v31): the rescale of acc skipped, behind a branch uniform in the warp, where no row grew
+# ---------------------------------------------------------------------------------------------------------------
+
+def _skips(sass: str) -> list:
+    """(first, last) addresses of the instructions that each predicated forward branch of the SASS jumps over."""
+    ins = [(int(m.group(1), 16), m.group(2)) for m in
+           re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(@!?P\d\s+BRA\s+0x[0-9a-f]+)\s*;", sass)]
+    out = []
+    for addr, text in ins:
+        target = int(text.rsplit("0x", 1)[1], 16)
+        if target > addr:
+            out.append((addr + 16, target - 16))
+    return out
+
+
+@pytest.mark.parametrize("name", RARE_CONFIGS)
+def test_rare_rescale_skips_accs_rescale_behind_a_vote(built, name):
+    """v30's registers (no spills), products, exponentials, conversions and barriers (the decision is a warp's vote,
+    not a reduction across the warpgroup through shared memory); in each KV loop two votes (a thread's two rows)
+    and a predicated forward branch that jumps over exactly acc's rescale (D/2 FMUL per thread, nothing else), and
+    the overlap kept."""
+    shape, _, _, _, bn, _ = RARE_CONFIGS[name]
+    m, v30 = built[name], built["pair-" + name.removeprefix("rare-")]
+    assert m["registers"] == v30["registers"]
+    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["stack"] == 0
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "F2FP"):
+        assert m["mix"].get(op, 0) == v30["mix"].get(op, 0), op
+    assert v30["mix"].get("VOTE", 0) == 0 < m["mix"]["VOTE"]
+    if shape[3] > 1:
+        D = shape[4]
+        ins = _instructions(m["sass"])
+        skipped = [[t for a, t in ins if lo <= a <= hi] for lo, hi in _skips(m["sass"])]
+        rescales = [body for body in skipped if body and all(t.startswith("FMUL") for t in body)]
+        assert rescales and all(len(body) == D // 2 for body in rescales), [len(b) for b in rescales]
+        loops = kv_loops(m["sass"])
+        assert len(loops) == 4
+        for body in loops:
+            assert len([t for t in body if t.startswith("VOTE.ANY")]) == 2
+            assert_overlapped_step(body, name, D, bn)
