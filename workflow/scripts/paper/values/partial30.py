@@ -1,0 +1,108 @@
+"""The paper's numbers from run-30's staging folder, cut short by the device budget and sealed as a probe
+(data/<gpu>/probes/partial-run-30: the lite plan at one commit on one H200, every set but `tuning` and the
+ceilings): the first measurement of v30 (paired_cvt) and v31 (rare_rescale).
+
+- \\PartialRunCommit, \\PartialRunGpu, \\PartialRunCases, \\PartialRunWrong, \\PartialRunRepeats: the commit, the GPU,
+  the verify grid's cases and wrong ones, the N sweep's repeats per entry;
+- \\val{p30}{<stage>@<N>}{fp16|bf16|pred|held}: the stage's time against the stage before it (percent, the medians of
+  the N sweep's repeats, kernels alone), the float16 prediction (data/predictions/stages.csv) and whether it held;
+- \\val{p30x}{<stage>@<N>}{fp16|bf16|pred|held}: the stage's time over cuDNN's (the same medians), and the float16
+  prediction of that ratio and whether it held;
+- \\val{p30best}{<N>}{fp16|bf16|fp16stage|bf16stage}: the best Gluon stage's ratio to cuDNN at each N and which
+  stage; \\PartialGoalMet and \\PartialGoalOf: the (N, dtype) points where it is at most the goal's 0.90, of all;
+- \\val{p30ncu}{<stage>@<N>}{cyc|cycstep|instr|tensor}: Nsight's large-N profile (float16, one profile per entry):
+  active SM cycles over cuDNN's, their change and the instructions' against the stage before (percent), the tensor
+  pipe's busy share;
+- \\val{p30steady}{<stage>@<dtype>}{x}: at N = 16384, the steady stream's time per call over cuDNN's.
+"""
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import seal
+from pipeline.latex import Values, fixed
+
+STAGES = ("v29", "v30", "v31")
+GLUON_BEST = ("v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31")
+GOAL = 0.90
+DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+
+
+def held(x: float, low: float, high: float) -> str:
+    return "held" if low <= x <= high else ("missed, faster" if x < low else "missed, slower")
+
+
+def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path, verify_env: Path,
+           predictions: Path) -> Values:
+    seal.verify(Path(seal_file).parent)
+    v = Values("partial30")
+    env = json.loads(Path(verify_env).read_text())
+    v.macro("PartialRunCommit", env["project_commit"][:7])
+    v.macro("PartialRunGpu", env["end"]["uuid"][:12])
+    c = pd.read_csv(correctness)
+    v.macro("PartialRunCases", str(len(c)))
+    v.macro("PartialRunWrong", str(int((c.status == "WRONG").sum())))
+
+    t = pd.read_csv(n_sweep)
+    if (t.status != "ok").any() or t.gpu_uuid.nunique() != 1:
+        raise ValueError(f"{n_sweep}: every entry ok and on one GPU expected")
+    v.macro("PartialRunRepeats", str(int(t.groupby("key").repeat.nunique().min())))
+    med = t.groupby(["dtype", "N", "variant"]).kernels_us.median().unstack("variant")
+    ratio = med.div(med["torch-cudnn"], axis=0)
+    pred = pd.read_csv(predictions)
+    for (dtype, n), r in ratio.iterrows():
+        col = DTYPES[dtype]
+        for prev, st in zip(STAGES, STAGES[1:]):
+            step = 100 * (med.loc[(dtype, n), st] / med.loc[(dtype, n), prev] - 1)
+            v.put("p30", f"{st}@{n}", col, f"{step:+.1f}")
+            p = pred[(pred.stage == st) & (pred.quantity == "time") & (pred.N == n) & (pred.dtype == dtype)]
+            if dtype == "float16" and len(p):
+                lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
+                v.put("p30", f"{st}@{n}", "pred", f"{lo:g} to {hi:g}")
+                v.put("p30", f"{st}@{n}", "held", held(round(step, 1), lo, hi))
+        for st in STAGES:
+            v.put("p30x", f"{st}@{n}", col, fixed(r[st], 3))
+            q = pred[(pred.stage == st) & (pred.quantity == "time_ratio") & (pred.N == n) & (pred.dtype == dtype)]
+            if len(q):
+                lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+                v.put("p30x", f"{st}@{n}", "pred", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
+                v.put("p30x", f"{st}@{n}", "held", held(round(100 * (r[st] - 1), 1), lo, hi))
+        best = r[[s for s in GLUON_BEST if s in r]].astype(float)
+        v.put("p30best", str(n), col, fixed(best.min(), 3))
+        v.put("p30best", str(n), col + "stage", best.idxmin())
+    best_all = ratio[[s for s in GLUON_BEST if s in ratio]].min(axis=1)
+    v.macro("PartialGoalMet", str(int((best_all <= GOAL).sum())))
+    v.macro("PartialGoalOf", str(len(best_all)))
+
+    nc = pd.read_csv(ncu_large_n)
+    nc = nc[nc.instance.isna()].copy()
+    nc["N"] = nc.key.str.split("|").str[2].str.split(",").str[3].astype(int)
+    nc = nc[nc.key.str.contains("float16")]
+
+    def metric(name):
+        return nc[nc.metric == name].pivot_table(index="N", columns="variant", values="value")
+    cyc = metric("sm__cycles_active.avg")
+    ins = metric("smsp__inst_executed.sum")
+    ten = metric("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active")
+    for n in cyc.index:
+        for i, st in enumerate(STAGES):
+            v.put("p30ncu", f"{st}@{n}", "cyc", fixed(cyc.loc[n, st] / cyc.loc[n, "torch-cudnn"], 3))
+            v.put("p30ncu", f"{st}@{n}", "tensor", fixed(ten.loc[n, st], 1))
+            if i:
+                prev = STAGES[i - 1]
+                v.put("p30ncu", f"{st}@{n}", "cycstep", f"{100 * (cyc.loc[n, st] / cyc.loc[n, prev] - 1):+.1f}")
+                v.put("p30ncu", f"{st}@{n}", "instr", f"{100 * (ins.loc[n, st] / ins.loc[n, prev] - 1):+.1f}")
+
+    s = t[(t.N == 16384) & t.steady_call_us.notna()]
+    steady = s.groupby(["dtype", "variant"]).steady_call_us.median().unstack("variant")
+    for dtype, r in steady.iterrows():
+        for st in STAGES:
+            v.put("p30steady", f"{st}@{DTYPES[dtype]}", "x", fixed(r[st] / r["torch-cudnn"], 3))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
