@@ -653,7 +653,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 15 and attrs      # the fifteen constexprs; N, H divisible by 16
+    assert len(constexprs) == 17 and attrs      # the seventeen constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
@@ -661,11 +661,13 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     assert signature["qk_scale"] == "fp32" and signature["H"] == signature["N"] == "i32"
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
                                    "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC", "SPLIT_CONSUMERS",
-                                   "PINGPONG", "PERSISTENT", "SECTIONS", "FOLD", "LEAN_BARRIERS"]
+                                   "PINGPONG", "PERSISTENT", "SECTIONS", "FOLD", "LEAN_BARRIERS", "PAIRED_CVT",
+                                   "RARE_RESCALE"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert args["SOFTMAX_OVERLAP"] is False and args["SPLIT_CONSUMERS"] is False and args["PINGPONG"] is False
     assert args["LEAN_BARRIERS"] == ""          # off: no mark, and the PTX stage leaves the kernel as it was
+    assert args["PAIRED_CVT"] is False and args["RARE_RESCALE"] is False
     assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, producer_warp=True)["PRODUCER_WARP"]
     two = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True, two_consumers=True)
     assert two["TWO_CONSUMERS"] and two["PRODUCER_WARP"] and two["BLOCK_M"] == 128

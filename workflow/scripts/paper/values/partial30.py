@@ -28,6 +28,7 @@ STAGES = ("v29", "v30", "v31")
 GLUON_BEST = ("v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31")
 GOAL = 0.90
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}     # p30best's column of the best stage, per dtype
 
 
 def held(x: float, low: float, high: float) -> str:
@@ -71,7 +72,7 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
                 v.put("p30x", f"{st}@{n}", "held", held(round(100 * (r[st] - 1), 1), lo, hi))
         best = r[[s for s in GLUON_BEST if s in r]].astype(float)
         v.put("p30best", str(n), col, fixed(best.min(), 3))
-        v.put("p30best", str(n), col + "stage", best.idxmin())
+        v.put("p30best", str(n), STAGE_COLUMN[col], best.idxmin())
     best_all = ratio[[s for s in GLUON_BEST if s in ratio]].min(axis=1)
     v.macro("PartialGoalMet", str(int((best_all <= GOAL).sum())))
     v.macro("PartialGoalOf", str(len(best_all)))
