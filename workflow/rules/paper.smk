@@ -249,6 +249,8 @@ rule paper:
     benchmark:
         f"{BENCH}/paper.tsv"
     shell:
-        "(cd paper && TEXINPUTS=.:../results/paper/:../results/tables/: latexmk -pdf -interaction=nonstopmode "
+        # -g: the rule runs only when an input changed, and latexmk must then run; without it, after a failed build
+        # (an input missing, since made) latexmk found "nothing to do" and repeated the old error
+        "(cd paper && TEXINPUTS=.:../results/paper/:../results/tables/: latexmk -g -pdf -interaction=nonstopmode "
         "-halt-on-error -outdir=../results/paper-build main.tex) > {log} 2>&1 "
         "&& cp results/paper-build/main.pdf {output}"
