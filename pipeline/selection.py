@@ -41,6 +41,10 @@ RATIO_TIME = "kernels_us"
 RATIO_TIME_WORDS = {"kernels_us": "the kernels alone", "time_us": "all of a call's GPU work"}[RATIO_TIME]
 # The host time per call (us) that every stage's cached call should stay within (issue 20).
 HOST_TARGET_US = 15
+# Issue 18's goals: the best Gluon stage at most GOAL_X times cuDNN's time at every N of one run, in both dtypes,
+# and at most QW_GOAL_X at every Qwen3 layout at N = 1024 and 8192.
+GOAL_X = 0.90
+QW_GOAL_X = 0.95
 
 
 def where(df: pd.DataFrame, **kv) -> pd.Series:

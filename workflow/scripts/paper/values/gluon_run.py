@@ -19,10 +19,8 @@ import pandas as pd
 from kernels.stages import GLUON_BASE, STAGES, leave_one_out, previous_stage, stage_of
 
 from pipeline.latex import Values, escape, fixed, listing
-from pipeline.selection import GLUON_STAGES, OUR_STAGES, RATIO_TIME, run_number
+from pipeline.selection import GLUON_STAGES, GOAL_X, OUR_STAGES, QW_GOAL_X, RATIO_TIME, run_number
 
-GOAL_X = 0.90       # issue 18's goal: the best stage at most 0.90x cuDNN's time at every N, in both dtypes
-QW_GOAL_X = 0.95    # and at most 0.95x at every Qwen3 layout at N = 1024 and 8192
 TIE_PCT = 1.0       # the fastest Gluon stage at an N: another within this many percent of it in the same run is named too
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 BASE = stage_of(GLUON_BASE)      # the Triton stage whose schedule the Gluon kernel takes (v13)

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernels.stages import previous_stage
 from pipeline import seal
 from pipeline.latex import Values, fixed
+from pipeline.selection import GLUON_STAGES, GOAL_X, RATIO_TIME
 
-STAGES = ("v29", "v30", "v31")
-GLUON_BEST = ("v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31")
-GOAL = 0.90
+STAGES = ("v29", "v30", "v31")      # the paragraph's: v30 and v31, and the stage before them
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}     # p30best's column of the best stage, per dtype
 
@@ -50,13 +50,13 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
     if (t.status != "ok").any() or t.gpu_uuid.nunique() != 1:
         raise ValueError(f"{n_sweep}: every entry ok and on one GPU expected")
     v.macro("PartialRunRepeats", str(int(t.groupby("key").repeat.nunique().min())))
-    med = t.groupby(["dtype", "N", "variant"]).kernels_us.median().unstack("variant")
+    med = t.groupby(["dtype", "N", "variant"])[RATIO_TIME].median().unstack("variant")
     ratio = med.div(med["torch-cudnn"], axis=0)
     pred = pd.read_csv(predictions)
     for (dtype, n), r in ratio.iterrows():
         col = DTYPES[dtype]
-        for prev, st in zip(STAGES, STAGES[1:]):
-            step = 100 * (med.loc[(dtype, n), st] / med.loc[(dtype, n), prev] - 1)
+        for st in STAGES[1:]:
+            step = 100 * (med.loc[(dtype, n), st] / med.loc[(dtype, n), previous_stage(st)] - 1)
             v.put("p30", f"{st}@{n}", col, f"{step:+.1f}")
             p = pred[(pred.stage == st) & (pred.quantity == "time") & (pred.N == n) & (pred.dtype == dtype)]
             if dtype == "float16" and len(p):
@@ -70,11 +70,11 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
                 lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
                 v.put("p30x", f"{st}@{n}", "pred", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
                 v.put("p30x", f"{st}@{n}", "held", held(round(100 * (r[st] - 1), 1), lo, hi))
-        best = r[[s for s in GLUON_BEST if s in r]].astype(float)
+        best = r[[s for s in GLUON_STAGES if s in r]].astype(float)
         v.put("p30best", str(n), col, fixed(best.min(), 3))
         v.put("p30best", str(n), STAGE_COLUMN[col], best.idxmin())
-    best_all = ratio[[s for s in GLUON_BEST if s in ratio]].min(axis=1)
-    v.macro("PartialGoalMet", str(int((best_all <= GOAL).sum())))
+    best_all = ratio[[s for s in GLUON_STAGES if s in ratio]].min(axis=1)
+    v.macro("PartialGoalMet", str(int((best_all <= GOAL_X).sum())))
     v.macro("PartialGoalOf", str(len(best_all)))
 
     nc = pd.read_csv(ncu_large_n)
@@ -88,11 +88,11 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
     ins = metric("smsp__inst_executed.sum")
     ten = metric("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active")
     for n in cyc.index:
-        for i, st in enumerate(STAGES):
+        for st in STAGES:
             v.put("p30ncu", f"{st}@{n}", "cyc", fixed(cyc.loc[n, st] / cyc.loc[n, "torch-cudnn"], 3))
             v.put("p30ncu", f"{st}@{n}", "tensor", fixed(ten.loc[n, st], 1))
-            if i:
-                prev = STAGES[i - 1]
+            if st != STAGES[0]:
+                prev = previous_stage(st)
                 v.put("p30ncu", f"{st}@{n}", "cycstep", f"{100 * (cyc.loc[n, st] / cyc.loc[n, prev] - 1):+.1f}")
                 v.put("p30ncu", f"{st}@{n}", "instr", f"{100 * (ins.loc[n, st] / ins.loc[n, prev] - 1):+.1f}")
 
