@@ -32,8 +32,12 @@ from .flash_fwd import _attn_fwd
 from .gpus import ARCHS, blocks_per_sm
 from .shapes import HEADLINE, Shape
 from .specialize import jit_specialize
-from .stages import STAGES, Tile, default_tile, is_gluon, named_variants, resolve_variant, stage_of, switches_label
+from .stages import (STAGES, Tile, default_tile, is_gluon, named_variants, resolve_variant, small_n_route, stage_of,
+                     switches_label)
 
+# small_n_tile's snake deals programs in waves of the GPU's SMs, a constant of the compiled kernel; a build (no GPU)
+# takes the H200's 132, which changes only that constant's value in the machine code.
+SNAKE_BUILD_SMS = 132
 NVIDIA_BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 RESOURCE_LINE = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
@@ -54,6 +58,7 @@ def compile_gluon(switches: frozenset, arch: int, tile: Tile, shape: Shape):
     if arch != 90:
         raise TileNotSupportedError(f"{label}: a Gluon stage is built of Hopper's warpgroup MMA and TMA: sm_90 only, "
                                     f"not sm_{arch}")
+    switches, snake = small_n_route(switches, tile)
     try:
         return gluon_fwd.compile_for(arch, shape, shape.dtype, shape.causal, tile.block_m, tile.block_n,
                                      tile.num_stages, tile.num_warps, producer_warp="producer_warp" in switches,
@@ -67,7 +72,8 @@ def compile_gluon(switches: frozenset, arch: int, tile: Tile, shape: Shape):
                                      fold="folded_pairs" in switches,
                                      lean_barriers="lean_barriers" in switches,
                                      paired_cvt="paired_cvt" in switches,
-                                     rare_rescale="rare_rescale" in switches)
+                                     rare_rescale="rare_rescale" in switches,
+                                     snake_sms=SNAKE_BUILD_SMS if snake else 0)
     except Exception as err:  # a tile or shape the kernel does not take, or a refusal of Gluon's compiler
         raise TileNotSupportedError(f"{label}: Gluon cannot build this variant at tile {tile.label()}: "
                                     f"{type(err).__name__}: {str(err).strip().splitlines()[-1] if str(err).strip() else ''}"

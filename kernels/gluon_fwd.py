@@ -1099,6 +1099,23 @@ def _tile_of(i, pid, P, BH, H, n_m, SH=0, SECTIONS: gl.constexpr = False):
 
 
 @gluon.jit
+def _snake_block(P: gl.constexpr):
+    """SNAKE_SMS: (batch*head, query block) of this program of a (B H, n_m) grid. The hardware starts programs in
+    launch order (axis 0 fastest), one per SM in a wave of P, a second per SM in the next wave; program t takes
+    the t-th heaviest block (query block n_m - 1 - r // BH of batch*head r % BH, with r = t) in an even wave and
+    the wave's blocks in reverse in an odd one, so that an SM's two programs are a heavy and a light block (with
+    a causal mask a block's work falls with r), where in launch order an SM's two are the i-th and the (P + i)-th
+    heaviest."""
+    BH = gl.num_programs(0)
+    n_m = gl.num_programs(1)
+    t = gl.program_id(1) * BH + gl.program_id(0)
+    first = t // P * P
+    last = gl.minimum(first + P, BH * n_m) - 1            # the wave's last program
+    r = gl.where(t // P % 2 == 0, t, first + last - t)
+    return r % BH, n_m - 1 - r // BH
+
+
+@gluon.jit
 def _program_tiles(B, H, N, BLOCK_M: gl.constexpr):
     """PERSISTENT: (n_m, BH, pid, P, count) of this program: the query blocks per head, the batch*heads, the
     program's index and the grid's programs (``_tile_of``'s arguments), and how many tiles it takes."""
@@ -1280,7 +1297,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False,
                     SECTIONS: gl.constexpr = False, FOLD: gl.constexpr = False,
                     LEAN_BARRIERS: gl.constexpr = "", PAIRED_CVT: gl.constexpr = False,
-                    RARE_RESCALE: gl.constexpr = False):
+                    RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1310,6 +1327,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     paired conversion each (``_operand``).
     RARE_RESCALE (with PAIRED_CVT): each consumer rescales its l_i and acc only in the steps where some row's maximum
     grew by more than RESCALE_GROWTH (``_overlap_softmax``).
+    SNAKE_SMS (without PERSISTENT; stage v32's small_n_tile): the GPU's SMs, or 0 (off): the programs, in launch
+    order, are dealt the query blocks heaviest first in waves of SNAKE_SMS, every second wave in reverse
+    (``_snake_block``), so that the SM that took a wave's heaviest block is dealt the next wave's lightest.
     """
     gl.static_assert(PAIRED_CVT or not RARE_RESCALE, "RARE_RESCALE is built on PAIRED_CVT")
     dtype: gl.constexpr = q_desc.dtype
@@ -1321,6 +1341,9 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     # The schedule: batch*head on axis 0, the query block on axis 1, reversed (the heaviest first).
     off_bh = gl.program_id(0)
     start_m = gl.num_programs(1) - 1 - gl.program_id(1)
+    gl.static_assert(SNAKE_SMS == 0 or not PERSISTENT, "SNAKE_SMS: a grid of one program per query block")
+    if SNAKE_SMS > 0:
+        off_bh, start_m = _snake_block(SNAKE_SMS)
     off_b = off_bh // H
     off_h = off_bh % H
     kv_h = off_h // GROUP
@@ -1585,7 +1608,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-                paired_cvt: bool = False, rare_rescale: bool = False) -> dict:
+                paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1621,6 +1644,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if rare_rescale and not paired_cvt:
         raise ValueError("rare_rescale (the Gluon kernel's RARE_RESCALE) needs paired_cvt: it skips that kernel's "
                          "rescales")
+    if snake_sms and (persistent or snake_sms < 0):
+        raise ValueError(f"snake_sms (the Gluon kernel's SNAKE_SMS, {snake_sms!r}) deals a grid of one program per "
+                         f"query block over the GPU's SMs: give their number, without persistent")
     _, H, N, D = q.shape
     H_kv = k.shape[1]
     if sm_scale is None:
@@ -1633,7 +1659,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
                 SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
                 SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
-                PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale))
+                PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale), SNAKE_SMS=int(snake_sms))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1738,7 +1764,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-                paired_cvt: bool = False, rare_rescale: bool = False):
+                paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1765,7 +1791,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
                          persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
-                         paired_cvt=paired_cvt, rare_rescale=rare_rescale)
+                         paired_cvt=paired_cvt, rare_rescale=rare_rescale, snake_sms=snake_sms)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),

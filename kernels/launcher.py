@@ -17,8 +17,8 @@ from . import inputs
 from .defaults import default_stage
 from .flash_fwd import _attn_fwd
 from .stages import (ALL_SWITCHES, GLUON, GLUON_BASE, Tile, check_switches, default_tile, frozen_switches,
-                     get_stage, head_group_size, is_gluon, missing_requirements, register_cap, variant_name,
-                     GLUON_STAGES, TRITON_SWITCHES)
+                     get_stage, head_group_size, is_gluon, missing_requirements, register_cap, small_n_route,
+                     variant_name, GLUON_STAGES, TRITON_SWITCHES)
 
 LOG2E = math.log2(math.e)
 TENSOR_ARGS = ("Q", "K", "V", "Out")  # the kernel's first four parameters: tensors, or TMA descriptors of them
@@ -226,6 +226,7 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                          f"{ALL_SWITCHES[required].stage}); turn {required} on too, or {switch} off")
     inputs.check_gluon_device(label, q)
     from . import gluon_fwd
+    switches, snake = small_n_route(switches, t)
     two_consumers, register_realloc = "two_consumers" in switches, "register_realloc" in switches
     split_consumers, persistent = "split_consumers" in switches, "persistent" in switches
     try:
@@ -247,7 +248,8 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                                    fold="folded_pairs" in switches,
                                    lean_barriers="lean_barriers" in switches,
                                    paired_cvt="paired_cvt" in switches,
-                                   rare_rescale="rare_rescale" in switches)
+                                   rare_rescale="rare_rescale" in switches,
+                                   snake_sms=_sm_count(q.device) if snake else 0)
     return Launch(label, switches, t, grid, kwargs)
 
 

@@ -254,6 +254,13 @@ GLUON: Mapping[str, Switch] = {
                "(a vote over a warp's 16 rows), so that the 64 multiplications of acc per thread are skipped "
                "behind a branch uniform in the warp in most steps of a long row",
                "RARE_RESCALE", requires=("paired_cvt",)),
+        Switch("small_n_tile", "v32",
+               "at N <= 512 (a causal grid of one round of 128-row tiles at the headline layout, where the "
+               "persistent kernel's heaviest consumer walks N / 128 key blocks alone) v19's 64x64 tile and "
+               "schedule, one warpgroup per program and two programs per SM, with the programs dealt the query "
+               "blocks heaviest first in waves of one per SM, every second wave in reverse (a snake), so that an "
+               "SM's two programs are a heavy and a light block; above 512 the persistent kernel of v31",
+               "", requires=("rare_rescale",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}
@@ -336,11 +343,29 @@ def tuned_tile(D: int, N: int) -> Tile | None:
     return below[-1] if below else rows[0][1]
 
 
-def default_tile(switches: Iterable[str], D: int = 128, N: int | None = None) -> Tile:
-    """The tile a variant runs at unless one is given: with `two_consumers`, `two_warpgroups` or `three_per_sm` (D <=
-    128) its tile at every N; else with `tuned_tiles` and a known N, the recorded choice at that N (where this head
-    dim was tuned); else the Hopper tile once `hopper_tile` is on; else the article's."""
+SMALL_N_MAX = 512   # small_n_tile: the longest N that takes v19's tile and schedule
+
+
+def small_n_route(switches: Iterable[str], tile: Tile) -> tuple:
+    """small_n_tile: (the switches a launch at this tile runs, whether its grid is a snake). A 64-row tile (the
+    default at N <= SMALL_N_MAX, or given) runs the first Gluon stage's switches with the snake; any other (the
+    persistent tile) the stage's own without small_n_tile. Other switch sets run as they are, without the snake."""
     switches = frozenset(switches)
+    if "small_n_tile" not in switches:
+        return switches, False
+    if tile.block_m == 64:
+        return STAGES[GLUON["gluon"].stage].switches, True
+    return switches - {"small_n_tile"}, False
+
+
+def default_tile(switches: Iterable[str], D: int = 128, N: int | None = None) -> Tile:
+    """The tile a variant runs at unless one is given: with `small_n_tile` at a known N <= SMALL_N_MAX (D <= 128),
+    the first Gluon stage's tile there; with `two_consumers`, `two_warpgroups` or `three_per_sm` (D <= 128) its tile
+    at every N; else with `tuned_tiles` and a known N, the recorded choice at that N (where this head dim was
+    tuned); else the Hopper tile once `hopper_tile` is on; else the article's."""
+    switches = frozenset(switches)
+    if "small_n_tile" in switches and N is not None and N <= SMALL_N_MAX and D <= 128:
+        return default_tile(STAGES[GLUON["gluon"].stage].switches, D, N)
     for switch, own in GLUON_TILES.items():
         if switch in switches and D <= 128:
             return own
