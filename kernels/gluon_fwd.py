@@ -344,6 +344,7 @@ import hashlib
 import inspect
 import math
 import re
+import struct
 
 import triton
 from triton.experimental import gluon
@@ -376,22 +377,37 @@ _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the ke
 NO_SCORE = gl.constexpr(-3.4028234663852886e38)     # -FLT_MAX
 # RARE_RESCALE: the growth of a row's maximum, in exp2 units (a factor 2^8), past which a step rescales
 # (FlashAttention-4's threshold; kernels.flash_fwd.RESCALE_THRESHOLD)
-RESCALE_GROWTH = gl.constexpr(8.0)      # (0f41000000 in _warp_grew's vote)
+RESCALE_GROWTH = gl.constexpr(8.0)
 
 
-def _rescale_asm(n: int) -> tuple:
+def _f32_literal(x: float) -> str:
+    """A float32 as PTX writes it: 0f and its eight hexadecimal digits (8.0 -> 0f41000000)."""
+    return "0f" + struct.pack(">f", x).hex().upper()
+
+
+# RARE_RESCALE: _warp_grew's vote, its threshold RESCALE_GROWTH
+WARP_GREW_ASM = gl.constexpr("{ .reg .pred g, a; setp.gt.f32 g, $1, " + _f32_literal(RESCALE_GROWTH.value) + "; "
+                             "vote.sync.any.pred a, g, 0xffffffff; selp.f32 $0, 0f3F800000, 0f00000000, a; }")
+
+
+@gluon.constexpr_function
+def _rescale_code(n):
     """RARE_RESCALE: the inline asm of acc's rescale for a thread's n entries (its share of a 64-row warpgroup's
-    acc: 64 at D = 128, 32 at D = 64) and its constraints: outputs $0..$n-1 tied to the entries of acc ($n..), the
-    rows' alphas and the warp's decision after them; a uniform branch skips the n multiplications where the warp's
-    decision (the first entry's: the same in all of a thread's) is 0."""
+    acc: 64 at D = 128, 32 at D = 64): outputs $0..$n-1 tied to the entries of acc ($n..), the rows' alphas and the
+    warp's decision after them (``_rescale_constraints``); a uniform branch skips the n multiplications where the
+    warp's decision (the first entry's: the same in all of a thread's) is 0."""
     body = "".join(f"mul.f32 ${i}, ${n + i}, ${2 * n + i}; " for i in range(n))
-    asm = ("{ .reg .pred p; setp.ne.f32 p, $" + str(3 * n) + ", 0f00000000; @!p bra.uni SKIP${:uid}; " + body
-           + "SKIP${:uid}: }")
-    return asm, ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (2 * n))
+    return ("{ .reg .pred p; setp.ne.f32 p, $" + str(3 * n) + ", 0f00000000; @!p bra.uni SKIP${:uid}; " + body
+            + "SKIP${:uid}: }")
 
 
-RESCALE_ASM_128, RESCALE_CONSTRAINTS_128 = (gl.constexpr(x) for x in _rescale_asm(64))
-RESCALE_ASM_64, RESCALE_CONSTRAINTS_64 = (gl.constexpr(x) for x in _rescale_asm(32))
+@gluon.constexpr_function
+def _rescale_constraints(n):
+    """RARE_RESCALE: ``_rescale_code``'s constraints: n outputs, each tied to its entry of acc, then acc's n
+    entries, the n alphas and the n decisions as inputs."""
+    return ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (2 * n))
+
+
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
 # consumer warpgroup, and 64-row K/V blocks in a ring of 2 or 3 (see "Two consumer warpgroups" in the module's
 # docstring for why not 128-row K/V blocks, and two_consumers_tile for the choice).
@@ -709,17 +725,14 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
 def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, RARE_RESCALE: gl.constexpr = False):
     """acc times each row's alpha. RARE_RESCALE: rescale is the warp's decision (1.0 or 0.0 in each of its rows'
     entries, the same in every lane: ``_warp_grew``), and a warp without it skips the multiplications behind a
-    uniform branch (``_rescale_asm``); its alpha is then 1 in every row, so acc is what the multiplications would
+    uniform branch (``_rescale_code``); its alpha is then 1 in every row, so acc is what the multiplications would
     give."""
     if RARE_RESCALE:
         a = gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
         w = gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))[:, None]
-        if acc.shape[1] == 128:
-            acc = gl.inline_asm_elementwise(RESCALE_ASM_128, RESCALE_CONSTRAINTS_128, [acc, a, w], dtype=gl.float32,
-                                            is_pure=True, pack=64)
-        else:
-            acc = gl.inline_asm_elementwise(RESCALE_ASM_64, RESCALE_CONSTRAINTS_64, [acc, a, w], dtype=gl.float32,
-                                            is_pure=True, pack=32)
+        n: gl.constexpr = acc.shape[1] // 2        # a thread's entries of acc: half its columns (64 rows, 128 threads)
+        acc = gl.inline_asm_elementwise(_rescale_code(n), _rescale_constraints(n), [acc, a, w], dtype=gl.float32,
+                                        is_pure=True, pack=n)
     else:
         acc = acc * gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
     return acc
@@ -729,9 +742,7 @@ def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, RARE_RESCALE: gl.cons
 def _warp_grew(growth):
     """RARE_RESCALE: 1.0 in every row of a warp where some row's maximum grew by more than RESCALE_GROWTH (growth is
     in exp2 units; a NaN row does not ask), else 0.0: a vote over the warp, the same in all its lanes."""
-    return gl.inline_asm_elementwise(
-        "{ .reg .pred g, a; setp.gt.f32 g, $1, 0f41000000; vote.sync.any.pred a, g, 0xffffffff; "
-        "selp.f32 $0, 0f3F800000, 0f00000000, a; }", "=r,r", [growth], dtype=gl.float32, is_pure=True, pack=1)
+    return gl.inline_asm_elementwise(WARP_GREW_ASM, "=r,r", [growth], dtype=gl.float32, is_pure=True, pack=1)
 
 
 @gluon.jit
