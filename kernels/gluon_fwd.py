@@ -319,6 +319,20 @@ work stays within a heaviest tile of each other). SH divides B H, so a tile's se
 divisions of t (one more than v26's): with a third, through a partial last section, ptxas spilled one register in
 the consumers at 240.
 
+Short sequences: v19's kernel in a snake (SNAKE_SMS, stage v32's small_n_tile)
+------------------------------------------------------------------------------
+
+At N = 512 (the headline layout) the persistent kernel has one round of 128-row tiles, 128 on 132 SMs, and the
+consumer whose rows are last walks four 128-key blocks alone: v19's kernel, 64-row programs, two per SM, was 8.5%
+faster there in run-30. With a grid of two waves the order of the programs matters: the hardware starts them in
+launch order, axis 0 fastest, one per SM per wave, so that in v13's order an SM's two programs are the i-th and
+the (132 + i)-th heaviest block, up to 8 + 4 key blocks of 64 on the first SMs. SNAKE_SMS (the GPU's SMs, a
+constexpr) deals every second wave in reverse (``_snake_block``; ``snake_block`` is its Python copy for the tests),
+so that an SM's two programs are a heavy and a light block, 8 + 1 = 9 on every SM of the headline's two waves.
+v32 (small_n_tile, kernels.stages) runs v19's kernel with it at N <= 512 (its tile there, kernels.stages'
+default_tile and small_n_route) and v31's persistent kernel above. The build is v19's but for the program's block
+(tests/test_gluon_build.py: the same KV loops, instruction for instruction).
+
 The code
 --------
 
@@ -1594,6 +1608,15 @@ def section_heads(BH: int, GROUP: int, n_m: int, P: int) -> int:
     while s * GROUP * n_m < need and (BH // GROUP) % (2 * s) == 0:
         s *= 2
     return BH if s * GROUP * n_m < need else s * GROUP
+
+
+def snake_block(t: int, P: int, BH: int, n_m: int) -> tuple:
+    """SNAKE_SMS: ``_snake_block`` in Python, (batch*head, query block) of program t (launch order) of a (BH, n_m)
+    grid dealt in waves of P (for the tests and the verify grid; the kernel computes its own)."""
+    first = t // P * P
+    last = min(first + P, BH * n_m) - 1
+    r = t if t // P % 2 == 0 else first + last - t
+    return r % BH, n_m - 1 - r // BH
 
 
 def fold(T: int, P: int, causal: bool) -> bool:

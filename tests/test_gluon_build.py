@@ -23,6 +23,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = (2, 16, 8, 1024, 128)          # B, H, H_kv, N, D: the headline shape (fp16, causal)
+SNAKE_SMS = 132                           # SNAKE_SMS of the snake configurations: the H200's SMs
 
 # name -> (shape, dtype, causal, block_m, block_n, num_stages). N is a run-time argument (only its divisibility by
 # 16 specializes the kernel), so the headline's 128x64 kernel is also the one of N = 16384, v13's tile there.
@@ -117,6 +118,10 @@ LEAN_LOOPED = ["lean-" + name.removeprefix("fold-") for name in FOLD_LOOPED]
 PAIRED_CONFIGS = {"pair-" + name.removeprefix("lean-"): c for name, c in LEAN_CONFIGS.items()}
 # The kernel with RARE_RESCALE (stage v31, on PAIRED_CVT): v30's configurations with the conditional rescale.
 RARE_CONFIGS = {"rare-" + name.removeprefix("pair-"): c for name, c in PAIRED_CONFIGS.items()}
+# The kernel with SNAKE_SMS (stage v32's small_n_tile, on v19's kernel): v19's configurations of 64-row tiles with
+# its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
+SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
+                                                      "64x128s2")}
 # the persistent kernels (v26 to v31)
 PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS,
                    **RARE_CONFIGS}
@@ -144,7 +149,8 @@ _COMPILE = textwrap.dedent("""
                             split_consumers=bool(later[1:] and later[1]), pingpong=bool(later[2:] and later[2]),
                             persistent=bool(later[3:] and later[3]), sections=bool(later[4:] and later[4]),
                             fold=bool(later[5:] and later[5]), lean_barriers=bool(later[6:] and later[6]),
-                            paired_cvt=bool(later[7:] and later[7]), rare_rescale=bool(later[8:] and later[8]))
+                            paired_cvt=bool(later[7:] and later[7]), rare_rescale=bool(later[8:] and later[8]),
+                            snake_sms=int(later[9:] and later[9]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -212,11 +218,13 @@ def built(tmp_path_factory):
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True]
                   for name, c in PAIRED_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True]
-                  for name, c in RARE_CONFIGS.items()}}
+                  for name, c in RARE_CONFIGS.items()},
+               **{name: [*CONFIGS[plain], False, False, False, "", False, False, False, False, False, False, False,
+                         False, False, SNAKE_SMS] for name, plain in SNAKE_CONFIGS.items()}}
     source = verified_source(out / "sources")
     if source is not None:
         configs.update({VERIFIED_PREFIX + name: [*c[:9], str(source[1])] for name, c in list(configs.items())
-                        if not c[7]})
+                        if name in CONFIGS or name in PRODUCER_CONFIGS})
     proc = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(configs), str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -653,7 +661,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 17 and attrs      # the seventeen constexprs; N, H divisible by 16
+    assert len(constexprs) == 18 and attrs      # the eighteen constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
@@ -1447,3 +1455,47 @@ def test_rare_rescale_skips_accs_rescale_behind_a_vote(built, name):
         for body in loops:
             assert len([t for t in body if t.startswith("VOTE.ANY")]) == 2
             assert_overlapped_step(body, name, D, bn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SNAKE_SMS (stage v32's small_n_tile): v19's kernel with its programs dealt in a snake over the SMs
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", SNAKE_CONFIGS)
+def test_snake_keeps_v19s_kernel_but_its_grid_order(built, name):
+    """The snake changes which block a program takes, nothing of what it does with it: v19's registers (no
+    spills), shared memory, products, exponentials, loads, stores and barriers, and its KV loops instruction for
+    instruction; the block is read from the program's place in launch order (both grid axes and their sizes)."""
+    m, v19 = built[name], built[SNAKE_CONFIGS[name]]
+    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["stack"] == 0
+    assert m["registers"] <= v19["registers"] + 8 and m["shared"] == v19["shared"]
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR"):
+        assert m["mix"].get(op, 0) == v19["mix"].get(op, 0), op
+    assert kv_loops(m["sass"]) == kv_loops(v19["sass"])
+    assert str(SNAKE_SMS) in m["ttgir"] and str(SNAKE_SMS) not in v19["ttgir"].split("tt.func")[1].split("{")[0]
+
+
+@pytest.mark.parametrize("BH,n_m,P", [(32, 4, 132), (32, 8, 132), (32, 16, 132), (4, 16, 132), (1, 1, 132),
+                                      (264, 1, 132), (7, 3, 5), (2, 100, 8)])
+def test_snake_deals_every_block_once_and_pairs_heavy_with_light(BH, n_m, P):
+    """Every (batch*head, query block) goes to exactly one program; where the grid fills two waves (as at N = 512
+    at the headline: 32 heads of 8 blocks of 64 rows on 132 SMs), the i-th program of the first wave and of the
+    second (an SM's two, the hardware starting programs in launch order, one per SM per wave) take causal work of
+    n_m + 1 blocks together wherever both exist, where launch order gives the first SMs up to 12 of 8 + 1."""
+    from kernels.gluon_fwd import snake_block
+    T = BH * n_m
+    dealt = [snake_block(t, P, BH, n_m) for t in range(T)]
+    assert sorted(dealt) == sorted((bh, m) for bh in range(BH) for m in range(n_m))
+    work = [m + 1 for _, m in dealt]
+    if T == 2 * P or (BH, n_m, P) == (32, 8, 132):
+        assert {work[i] + work[P + i] for i in range(T - P)} == {n_m + 1}
+    if (BH, n_m, P) == (32, 8, 132):        # launch order's worst pair, for contrast
+        assert max((n_m - i // BH) + (n_m - (P + i) // BH) for i in range(T - P)) == 12
+
+
+def test_snake_is_refused_on_the_persistent_grid():
+    from kernels.gluon_fwd import kernel_args
+    q = torch.empty((1, 2, 256, 64), dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="without persistent"):
+        kernel_args(q, q, q, q, True, 128, 128, 2, producer_warp=True, two_consumers=True, softmax_overlap=True,
+                    register_realloc=True, split_consumers=True, persistent=True, snake_sms=132)
