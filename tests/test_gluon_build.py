@@ -150,7 +150,7 @@ _COMPILE = textwrap.dedent("""
                             persistent=bool(later[3:] and later[3]), sections=bool(later[4:] and later[4]),
                             fold=bool(later[5:] and later[5]), lean_barriers=bool(later[6:] and later[6]),
                             paired_cvt=bool(later[7:] and later[7]), rare_rescale=bool(later[8:] and later[8]),
-                            snake_sms=int(later[9:] and later[9]))
+                            snake_sms=int(later[9]) if later[9:] else 0)
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
