@@ -112,7 +112,8 @@ PROBE_EXACT = f"{DATA}/probes/exact-diff-check"      # the exact exponent: guard
 PROBE_EXACT_TIMING = f"{DATA}/probes/exact-diff-timing"   # the exact exponent's cost against the clamp, A/B
 PROBE_REGS_TIMING = f"{DATA}/probes/exact-regs-timing"   # v2-v4 at run-28's and the exact exponent's source, A/B
 PROBE_REGISTERS = f"{DATA}/probes/exact-registers"   # v2-v5's sm_90 build at run-27's, run-28's and run-29's source
-PROBE_P30 = f"{DATA}/probes/partial-run-30"   # run-30's staging, cut short by the device budget: v30's and v31's first measurement
+RUN30 = f"{DATA}/run-30"   # v30's and v31's first measurement (every set but tuning and the ceilings on one GPU)
+PROBE_SMALLN = f"{DATA}/probes/small-n"   # v32's first check: verified and timed beside v19, v31 and cuDNN
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs,
@@ -155,10 +156,13 @@ VALUES = {
                     exact_regs_seal=f"{PROBE_REGS_TIMING}/SHA256SUMS",
                     predictions="data/predictions/probes.csv"),
     "settle": dict(seal_file=f"{PROBE_SETTLE}/SHA256SUMS", cause=f"{PROBE_SETTLE}/crosscheck_cause.csv"),
-    "partial30": dict(seal_file=f"{PROBE_P30}/SHA256SUMS", n_sweep=f"{PROBE_P30}/bench-n_sweep/timings.csv",
-                      ncu_large_n=f"{PROBE_P30}/profile/ncu_large_n.csv",
-                      correctness=f"{PROBE_P30}/verify/correctness.csv", verify_env=f"{PROBE_P30}/verify/env.json",
-                      predictions="data/predictions/stages.csv"),
+    "run30": dict(seal_file=f"{RUN30}/SHA256SUMS", n_sweep=f"{RUN30}/bench-n_sweep/timings.csv",
+                  ncu_large_n=f"{RUN30}/profile/ncu_large_n.csv",
+                  correctness=f"{RUN30}/verify/correctness.csv", verify_env=f"{RUN30}/verify/env.json",
+                  predictions="data/predictions/stages.csv"),
+    "smalln": dict(seal_file=f"{PROBE_SMALLN}/SHA256SUMS", correctness=f"{PROBE_SMALLN}/verify/correctness.csv",
+                   passes=[f"{PROBE_SMALLN}/timing-{i}.csv" for i in (1, 2)], nvidia_smi=f"{PROBE_SMALLN}/nvidia-smi.csv",
+                   stage_predictions="data/predictions/stages.csv", probe_predictions="data/predictions/probes.csv"),
     "v29check": dict(seal_file=f"{PROBE_V29}/SHA256SUMS", correctness=f"{PROBE_V29}/verify/correctness.csv",
                      timing=f"{PROBE_V29}/timing.csv"),
     "v28check": dict(seal_file=f"{PROBE_V28}/SHA256SUMS", xseal_file=f"{PROBE_V28X}/SHA256SUMS",
@@ -195,7 +199,8 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "qwen3": PROBE_QWEN3, "scope": PROBE_STATE, "v23check": PROBE_V23, "xcause": PROBE_XCAUSE,
           "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28,
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
-          "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "partial30": PROBE_P30}
+          "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
+          "smalln": PROBE_SMALLN}
 
 
 rule values:

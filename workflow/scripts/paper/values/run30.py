@@ -1,15 +1,15 @@
-"""The paper's numbers from run-30's staging folder, cut short by the device budget and sealed as a probe
-(data/<gpu>/probes/partial-run-30: the lite plan at one commit on one H200, every set but `tuning` and the
-ceilings): the first measurement of v30 (paired_cvt) and v31 (rare_rescale).
+"""The paper's numbers from run-30 (data/<gpu>/run-30: the lite plan at one commit, every set but `tuning` and the
+ceilings on one H200, those two on another after the device budget had cut the run short): the first measurement
+of v30 (paired_cvt) and v31 (rare_rescale).
 
-- \\PartialRunCommit, \\PartialRunGpu, \\PartialRunCases, \\PartialRunWrong, \\PartialRunRepeats: the commit, the GPU,
-  the verify grid's cases and wrong ones, the N sweep's repeats per entry;
+- \\RunThirtyCommit, \\RunThirtyGpu, \\RunThirtyCases, \\RunThirtyWrong, \\RunThirtyRepeats: the commit, the GPU of
+  the verify grid and the N sweep, the verify grid's cases and wrong ones, the N sweep's repeats per entry;
 - \\val{p30}{<stage>@<N>}{fp16|bf16|pred|held}: the stage's time against the stage before it (percent, the medians of
   the N sweep's repeats, kernels alone), the float16 prediction (data/predictions/stages.csv) and whether it held;
 - \\val{p30x}{<stage>@<N>}{fp16|bf16|pred|held}: the stage's time over cuDNN's (the same medians), and the float16
   prediction of that ratio and whether it held;
 - \\val{p30best}{<N>}{fp16|bf16|fp16stage|bf16stage}: the best Gluon stage's ratio to cuDNN at each N and which
-  stage; \\PartialGoalMet and \\PartialGoalOf: the (N, dtype) points where it is at most the goal's 0.90, of all;
+  stage; \\RunThirtyGoalMet and \\RunThirtyGoalOf: the (N, dtype) points where it is at most the goal's 0.90, of all;
 - \\val{p30ncu}{<stage>@<N>}{cyc|cycstep|instr|tensor}: Nsight's large-N profile (float16, one profile per entry):
   active SM cycles over cuDNN's, their change and the instructions' against the stage before (percent), the tensor
   pipe's busy share;
@@ -38,18 +38,18 @@ def held(x: float, low: float, high: float) -> str:
 def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path, verify_env: Path,
            predictions: Path) -> Values:
     seal.verify(Path(seal_file).parent)
-    v = Values("partial30")
+    v = Values("run30")
     env = json.loads(Path(verify_env).read_text())
-    v.macro("PartialRunCommit", env["project_commit"][:7])
-    v.macro("PartialRunGpu", env["end"]["uuid"][:12])
+    v.macro("RunThirtyCommit", env["project_commit"][:7])
+    v.macro("RunThirtyGpu", env["end"]["uuid"][:12])
     c = pd.read_csv(correctness)
-    v.macro("PartialRunCases", str(len(c)))
-    v.macro("PartialRunWrong", str(int((c.status == "WRONG").sum())))
+    v.macro("RunThirtyCases", str(len(c)))
+    v.macro("RunThirtyWrong", str(int((c.status == "WRONG").sum())))
 
     t = pd.read_csv(n_sweep)
     if (t.status != "ok").any() or t.gpu_uuid.nunique() != 1:
         raise ValueError(f"{n_sweep}: every entry ok and on one GPU expected")
-    v.macro("PartialRunRepeats", str(int(t.groupby("key").repeat.nunique().min())))
+    v.macro("RunThirtyRepeats", str(int(t.groupby("key").repeat.nunique().min())))
     med = t.groupby(["dtype", "N", "variant"])[RATIO_TIME].median().unstack("variant")
     ratio = med.div(med["torch-cudnn"], axis=0)
     pred = pd.read_csv(predictions)
@@ -74,8 +74,8 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
         v.put("p30best", str(n), col, fixed(best.min(), 3))
         v.put("p30best", str(n), STAGE_COLUMN[col], best.idxmin())
     best_all = ratio[[s for s in GLUON_STAGES if s in ratio]].min(axis=1)
-    v.macro("PartialGoalMet", str(int((best_all <= GOAL_X).sum())))
-    v.macro("PartialGoalOf", str(len(best_all)))
+    v.macro("RunThirtyGoalMet", str(int((best_all <= GOAL_X).sum())))
+    v.macro("RunThirtyGoalOf", str(len(best_all)))
 
     nc = pd.read_csv(ncu_large_n)
     nc = nc[nc.instance.isna()].copy()

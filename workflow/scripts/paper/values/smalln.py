@@ -1,0 +1,96 @@
+"""The paper's numbers from v32's first check on the GPU, before any run (data/<gpu>/probes/small-n, sealed;
+verify.py --stages v32 and check_stages.py in two passes): v32 (small_n_tile) runs v19's kernel with its programs
+dealt in a snake over the SMs at N <= 512, v31's above.
+
+- \\SmallNGpu, \\SmallNKernel: the GPU and the first hexadecimal digits of kernels/gluon_fwd.py's SHA-256 as it ran;
+  \\SmallNCases, \\SmallNWrong, \\SmallNOk: the grid's cases, the wrong ones, v32's right ones;
+- \\val{sn}{<variant>@<N>}{<dtype>-<pass>}: the time of a call in us (kernels alone, each stage at its own tile),
+  \\val{snx}{<variant>@<N>}{<dtype>-<pass>} that over cuDNN's call in the same pass, and
+  \\val{snstep}{v32-<variant>@<N>}{<dtype>-<pass>} v32's time against the variant's (percent);
+- \\val{sntile}{<variant>@<tile>}{<dtype>-<pass>}: at N = 512, v19 and v32 at the other tiles timed (us);
+- \\val{snpred}{<what>}{range|held}: the predictions committed before the check (data/predictions/probes.csv: the
+  snake against v19; stages.csv: v32 against v31 and its ratio to cuDNN at 512, float16) and whether each held in
+  both passes.
+"""
+import csv
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.stages import STAGES, default_tile
+from pipeline import seal
+from pipeline.latex import Values, fixed
+
+DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+HEAD_DIM = 128          # the headline layout's, which check_stages.py times
+
+
+def held(xs, low: float, high: float) -> str:
+    if all(low <= x <= high for x in xs):
+        return "held"
+    return "missed, faster" if all(x < low for x in xs) else ("missed, slower" if all(x > high for x in xs)
+                                                                else "held in one pass")
+
+
+def values(seal_file: Path, correctness: Path, passes: list, nvidia_smi: Path, stage_predictions: Path,
+           probe_predictions: Path) -> Values:
+    folder = Path(seal_file).parent
+    seal.verify(folder)
+    v = Values("smalln")
+    with open(nvidia_smi, newline="") as f:
+        v.macro("SmallNGpu", next(csv.DictReader(f, skipinitialspace=True))["uuid"][:12])
+    sums = dict(line.split()[::-1] for line in (folder / "kernel_sha256.txt").read_text().splitlines())
+    v.macro("SmallNKernel", sums["kernels/gluon_fwd.py"][:8])
+    c = pd.read_csv(correctness)
+    if not (c.status == "ok").any():
+        raise ValueError(f"{correctness}: no case passed")
+    v.macro("SmallNCases", str(len(c)))
+    v.macro("SmallNWrong", str(int((c.status == "WRONG").sum())))
+    v.macro("SmallNOk", str(int(((c.variant == "v32") & (c.status == "ok")).sum())))
+
+    steps = {}      # (what, dtype) -> [percent per pass]
+    for i, path in enumerate(passes, start=1):
+        t = pd.read_csv(path)
+        if (t.status != "ok").any():
+            raise ValueError(f"{path}: an entry is not ok: {list(t[t.status != 'ok'].key)}")
+        t["tile"] = t.key.str.split("|").str[-1]
+        for (dtype, n), g in t.groupby(["dtype", "N"]):
+            col = f"{DTYPES[dtype]}-{i}"
+            own = {r.variant: r.time_us for r in g.itertuples()
+                   if r.variant not in STAGES or r.tile == default_tile(STAGES[r.variant].switches, HEAD_DIM, n).label()}
+            for var, us in own.items():
+                v.put("sn", f"{var}@{n}", col, fixed(us, 2))
+                v.put("snx", f"{var}@{n}", col, fixed(us / own["torch-cudnn"], 3))
+            for var in ("v19", "v31"):
+                step = 100 * (own["v32"] / own[var] - 1)
+                v.put("snstep", f"v32-{var}@{n}", col, f"{step:+.1f}")
+                steps.setdefault((var, n, dtype), []).append(step)
+            steps.setdefault(("x", n, dtype), []).append(100 * (own["v32"] / own["torch-cudnn"] - 1))
+            if n == 512:
+                for r in g.itertuples():
+                    if r.variant in ("v19", "v32") and r.tile != default_tile(STAGES[r.variant].switches,
+                                                                               HEAD_DIM, n).label():
+                        v.put("sntile", f"{r.variant}@{r.tile}", col, fixed(r.time_us, 2))
+
+    probe = pd.read_csv(probe_predictions)
+    stage = pd.read_csv(stage_predictions)
+    for dtype in DTYPES:
+        p = probe[(probe.probe == "small_n") & (probe.dtype == dtype) & (probe.N == 512)]
+        lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
+        v.put("snpred", f"snake-{DTYPES[dtype]}", "range", f"{lo:g} to {hi:g}")
+        v.put("snpred", f"snake-{DTYPES[dtype]}", "held", held([round(x, 1) for x in steps[("v19", 512, dtype)]], lo, hi))
+        q = stage[(stage.stage == "v32") & (stage.quantity == "time") & (stage.N == 512) & (stage.dtype == dtype)]
+        lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+        v.put("snpred", f"v31-{DTYPES[dtype]}", "range", f"{lo:g} to {hi:g}")
+        v.put("snpred", f"v31-{DTYPES[dtype]}", "held", held([round(x, 1) for x in steps[("v31", 512, dtype)]], lo, hi))
+    q = stage[(stage.stage == "v32") & (stage.quantity == "time_ratio") & (stage.N == 512)]
+    lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+    v.put("snpred", "x-fp16", "range", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
+    v.put("snpred", "x-fp16", "held", held([round(x, 1) for x in steps[("x", 512, "float16")]], lo, hi))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
