@@ -378,6 +378,10 @@ def test_the_gpu_grid_holds_every_group_size_odd_lengths_and_strided_inputs():
     assert any(-(-c.shape.N // 64) % 2 for c in folded)
     strided = [c for c in grid if c.layout == "bnhd"]
     assert strided and all("const_strides" not in c.switches for c in strided)
+    # and small_n_tile's snake (v32) over more than one wave of 64-row programs (132 SMs), a last wave partial too
+    programs = {c.shape.B * c.shape.H * -(-c.shape.N // c.tile.block_m) for c in grid
+                if c.variant == STAGES_LAST and c.tile.block_m == 64 and c.shape.causal}
+    assert any(n >= 2 * 132 for n in programs) and any(n > 132 and n % 132 for n in programs)
     # the strided layout really is non-contiguous, and right, in the interpreter
     case = verify.Case("v3", STAGES["v3"].switches, Shape(1, 2, 1, 24, 16, "float16", True), Tile(), "bnhd")
     row = verify.run_case(case, "cpu")

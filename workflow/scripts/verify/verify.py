@@ -33,7 +33,7 @@ from pathlib import Path
 
 
 from kernels.shapes import HEADLINE, Shape
-from kernels.stages import (BASELINE, FINAL, LAST, STAGES, TRITON_STAGES, Tile, add_one_in, default_tile,
+from kernels.stages import (BASELINE, FINAL, GLUON_STAGES, LAST, STAGES, TRITON_STAGES, Tile, add_one_in, default_tile,
                             extended, last_ablations, leave_one_out, previous_stage, stage_adding, stage_of,
                             switches_label)
 
@@ -79,6 +79,15 @@ def cases(quick: bool = False) -> list:
                 for causal in (True, False):
                     out.append(Case(name, st.switches, Shape(**{**sh.as_dict(), "dtype": dt, "causal": causal}),
                                     default_tile(st.switches, sh.D, sh.N)))
+    # short sequences in several waves of 64-row programs (small_n_tile's snake, v32: 256 programs at the headline's
+    # N = 512, two full waves on 132 SMs; 288, three, the last partial; 160, a partial second), the Gluon stages
+    waves = [Shape(2, 16, 8, 512, 128), Shape(3, 12, 4, 500, 64), Shape(4, 8, 2, 300, 128)]
+    for name in GLUON_STAGES:
+        for sh in waves:
+            for dt in dtypes:
+                for causal in (True, False):
+                    shape = Shape(**{**sh.as_dict(), "dtype": dt, "causal": causal})
+                    out.append(Case(name, STAGES[name].switches, shape, default_tile(STAGES[name].switches, sh.D, sh.N)))
     ablations = {**leave_one_out(FINAL), **add_one_in(BASELINE), **extended(FINAL), **last_ablations()}
     for name, sw in ablations.items():
         if stage_of(sw):
