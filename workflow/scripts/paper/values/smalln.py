@@ -4,11 +4,11 @@ dealt in a snake over the SMs at N <= 512, v31's above.
 
 - \\SmallNGpu, \\SmallNKernel: the GPU and the first hexadecimal digits of kernels/gluon_fwd.py's SHA-256 as it ran;
   \\SmallNCases, \\SmallNWrong, \\SmallNOk: the grid's cases, the wrong ones, v32's right ones;
-- \\val{sn}{<variant>@<N>}{<dtype>-<pass>}: the time of a call in us (kernels alone, each stage at its own tile),
-  \\val{snx}{<variant>@<N>}{<dtype>-<pass>} that over cuDNN's call in the same pass, and
-  \\val{snstep}{v32-<variant>@<N>}{<dtype>-<pass>} v32's time against the variant's (percent);
-- \\val{sntile}{<variant>@<tile>}{<dtype>-<pass>}: at N = 512, v19 and v32 at the other tiles timed (us);
-- \\val{sntilestep}{<tile>}{<dtype>-<pass>}: at N = 512, v32's time against v19's at the same tile (percent);
+- \\val{snstep}{v32-<variant>@<N>}{<dtype>-<pass>}: v32's time against the variant's (percent; each stage at its own
+  tile, the bench's timer, a call's kernels summed); in float16's first pass, \\val{sn}{<variant>@<N>}{fp16-1} the
+  time of a call in us and \\val{snx}{<variant>@<N>}{fp16-1} that over cuDNN's call (its Memset included);
+- \\val{sntile}{<variant>@<tile>}{fp16-1}: at N = 512, v19 and v32 at the other tiles timed (us, float16's first pass);
+- \\val{sntilestep}{<tile>}{fp16-<pass>}: at N = 512, v32's time against v19's at the same tile (percent, float16);
 - \\val{snpred}{<what>}{range|held}: the predictions committed before the check (data/predictions/probes.csv: the
   snake against v19, and whether it held in both passes; stages.csv: v32 against v31 and its ratio to cuDNN at 512,
   ranges alone: a run judges them, and the check's cuDNN call includes its Memset where a run's ratio does not).
@@ -24,6 +24,9 @@ from pipeline import seal
 from pipeline.latex import Values, fixed
 
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+# the value columns, a dtype's and a pass's (the check's two passes)
+COLUMNS = {("float16", 1): "fp16-1", ("float16", 2): "fp16-2", ("bfloat16", 1): "bf16-1", ("bfloat16", 2): "bf16-2"}
+FIRST = "fp16-1"        # the column of the values quoted for one pass alone: float16's first
 HEAD_DIM = 128          # the headline layout's, which check_stages.py times
 
 
@@ -57,22 +60,24 @@ def values(seal_file: Path, correctness: Path, passes: list, nvidia_smi: Path, s
             raise ValueError(f"{path}: an entry is not ok: {list(t[t.status != 'ok'].key)}")
         t["tile"] = t.key.str.split("|").str[-1]
         for (dtype, n), g in t.groupby(["dtype", "N"]):
-            col = f"{DTYPES[dtype]}-{i}"
+            col = COLUMNS[dtype, i]
             own = {r.variant: r.time_us for r in g.itertuples()
                    if r.variant not in STAGES or r.tile == default_tile(STAGES[r.variant].switches, HEAD_DIM, n).label()}
-            for var, us in own.items():
-                v.put("sn", f"{var}@{n}", col, fixed(us, 2))
-                v.put("snx", f"{var}@{n}", col, fixed(us / own["torch-cudnn"], 3))
+            if col == FIRST:        # the times and the ratios to cuDNN's call: the first pass's, float16
+                for var, us in own.items():
+                    v.put("sn", f"{var}@{n}", FIRST, fixed(us, 2))
+                    v.put("snx", f"{var}@{n}", FIRST, fixed(us / own["torch-cudnn"], 3))
             for var in ("v19", "v31"):
                 step = 100 * (own["v32"] / own[var] - 1)
                 v.put("snstep", f"v32-{var}@{n}", col, f"{step:+.1f}")
                 steps.setdefault((var, n, dtype), []).append(step)
             steps.setdefault(("x", n, dtype), []).append(100 * (own["v32"] / own["torch-cudnn"] - 1))
-            if n == 512:
+            if n == 512 and col == FIRST:
                 for r in g.itertuples():
                     if r.variant in ("v19", "v32") and r.tile != default_tile(STAGES[r.variant].switches,
                                                                                HEAD_DIM, n).label():
-                        v.put("sntile", f"{r.variant}@{r.tile}", col, fixed(r.time_us, 2))
+                        v.put("sntile", f"{r.variant}@{r.tile}", FIRST, fixed(r.time_us, 2))
+            if n == 512 and dtype == "float16":
                 tiles = g.set_index(["variant", "tile"]).time_us
                 for tile in sorted({r.tile for r in g.itertuples() if r.variant == "v32"}):
                     if ("v19", tile) in tiles.index:
