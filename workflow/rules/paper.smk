@@ -162,6 +162,7 @@ VALUES = {
                   predictions="data/predictions/stages.csv"),
     "smalln": dict(seal_file=f"{PROBE_SMALLN}/SHA256SUMS", correctness=f"{PROBE_SMALLN}/verify/correctness.csv",
                    passes=[f"{PROBE_SMALLN}/timing-{i}.csv" for i in (1, 2)], nvidia_smi=f"{PROBE_SMALLN}/nvidia-smi.csv",
+                   kernel_sums=f"{PROBE_SMALLN}/kernel_sha256.txt", kernel="kernels/gluon_fwd.py",
                    stage_predictions="data/predictions/stages.csv", probe_predictions="data/predictions/probes.csv"),
     "v29check": dict(seal_file=f"{PROBE_V29}/SHA256SUMS", correctness=f"{PROBE_V29}/verify/correctness.csv",
                      timing=f"{PROBE_V29}/timing.csv"),

@@ -37,15 +37,15 @@ def held(xs, low: float, high: float) -> str:
                                                                 else "held in one pass")
 
 
-def values(seal_file: Path, correctness: Path, passes: list, nvidia_smi: Path, stage_predictions: Path,
-           probe_predictions: Path) -> Values:
+def values(seal_file: Path, correctness: Path, passes: list, nvidia_smi: Path, kernel_sums: Path, kernel: Path,
+           stage_predictions: Path, probe_predictions: Path) -> Values:
     folder = Path(seal_file).parent
     seal.verify(folder)
     v = Values("smalln")
     with open(nvidia_smi, newline="") as f:
         v.macro("SmallNGpu", next(csv.DictReader(f, skipinitialspace=True))["uuid"][:12])
-    sums = dict(line.split()[::-1] for line in (folder / "kernel_sha256.txt").read_text().splitlines())
-    v.macro("SmallNKernel", sums["kernels/gluon_fwd.py"][:8])
+    sums = dict(line.split()[::-1] for line in Path(kernel_sums).read_text().splitlines())
+    v.macro("SmallNKernel", sums[str(kernel)][:8])      # the Gluon kernel's source as the check ran it
     c = pd.read_csv(correctness)
     if not (c.status == "ok").any():
         raise ValueError(f"{correctness}: no case passed")
