@@ -58,8 +58,10 @@ for i, st in enumerate(stages):
             bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none"))
     prev = now
 # the new kernel against the Triton stage whose schedule it takes: that stage's level across the new base's bar
+note_top = None     # the top of the note on the new kernel's base, which the one-run label must clear
 if gluon_first is not None and gluon_from in pct:
     i, level = stages.index(gluon_first), pct[gluon_from].median()
+    note_top = level + 0.13 * pct[BASELINE].median() + 1.5 * LABEL_H     # its two lines, centred on xytext
     ax.plot([i - 0.45, i + 0.45], [level, level], color="black", linewidth=1.4, linestyle=":", zorder=6)
     ax.annotate(f"dotted: {gluon_from} ({level:.0f}), whose schedule\n{gluon_first} takes into Gluon",
                 xy=(i + 0.45, level), xytext=(i + 1.2, level + 0.13 * pct[BASELINE].median()), fontsize=7,
@@ -72,6 +74,8 @@ if single:
     top_single = max(max(pct[stages[i]].median(), pct[stages[i - 1]].median() if i and stages[i] not in new_base
                          else 0) for i in single)
     y = top_single + 6 + 2 * LABEL_H
+    if note_top is not None:                                     # above the note, which spans to the right
+        y = max(y, note_top + LABEL_H)
     while any(abs(y - ref) < LABEL_H for ref in (100, flash)):     # off the reference lines
         y += LABEL_H
     ax.plot([min(single) - 0.4, max(single) + 0.4], [y, y], color="0.3", linewidth=0.8)
