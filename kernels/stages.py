@@ -245,7 +245,8 @@ GLUON: Mapping[str, Switch] = {
                "(bf16x2) per pair with the first in the low half, the operand's order, where a conversion per "
                "probability left ptxas packing each pair the other way round and swapping it back with a PRMT (32 "
                "per consumer thread and step at each consumer's 64x128 half of the 128x128 tile in float16, issued "
-               "in the consumer's turn between its two products): the same rounding and the same values, 32 fewer instructions per step",
+               "in the consumer's turn between its two products): the same rounding and the same values, 32 fewer "
+               "instructions per step",
                "PAIRED_CVT", requires=("persistent",)),
         Switch("rare_rescale", "v31",
                "FlashAttention-4's conditional rescaling in the consumers (v14's lazy_rescale in Triton): the "

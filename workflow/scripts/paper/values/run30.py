@@ -9,8 +9,8 @@ of v30 (paired_cvt) and v31 (rare_rescale).
 - \\val{p30x}{<stage>@<N>}{fp16|bf16|pred|held}: the stage's time over cuDNN's (the same medians), and the float16
   prediction of that ratio and whether it held;
 - \\val{p30best}{<N>}{fp16|bf16|fp16stage|bf16stage}: the best Gluon stage's ratio to cuDNN at each N and which
-  stage ({fp16|bf16}4: four decimals); \\RunThirtyGoalMet, \\RunThirtyGoalMissed and \\RunThirtyGoalOf: the (N, dtype)
-  points where it is at most the goal's 0.90, above it, and all;
+  stage (fp164: float16's ratio to four decimals); \\RunThirtyGoalMet, \\RunThirtyGoalMissed and
+  \\RunThirtyGoalOf: the (N, dtype) points where it is at most the goal's 0.90, above it, and all;
 - \\val{p30ncu}{<stage>@<N>}{cyc|cycstep|instr|tensor}: Nsight's large-N profile (float16, one profile per entry):
   active SM cycles over cuDNN's, their change and the instructions' against the stage before (percent), the tensor
   pipe's busy share;
@@ -30,7 +30,7 @@ from pipeline.selection import GLUON_STAGES, GOAL_X, RATIO_TIME
 STAGES = ("v29", "v30", "v31")      # the paragraph's: v30 and v31, and the stage before them
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}     # p30best's column of the best stage, per dtype
-FOUR_DIGITS = {"fp16": "fp164"}                # p30best's column of its ratio to four decimals (float16's, where it is thin)
+FOUR_DIGITS = {"fp16": "fp164"}        # p30best's column of its ratio to four decimals (float16's: the margin is thin)
 
 
 def held(x: float, low: float, high: float) -> str:

@@ -53,34 +53,35 @@ def values(seal_file: Path, correctness: Path, passes: list, nvidia_smi: Path, k
     v.macro("SmallNWrong", str(int((c.status == "WRONG").sum())))
     v.macro("SmallNOk", str(int(((c.variant == "v32") & (c.status == "ok")).sum())))
 
-    steps = {}      # (what, dtype) -> [percent per pass]
+    snake = {dtype: [] for dtype in DTYPES}     # v32's step against v19 at N = 512 in each pass, per dtype
     for i, path in enumerate(passes, start=1):
         t = pd.read_csv(path)
         if (t.status != "ok").any():
             raise ValueError(f"{path}: an entry is not ok: {list(t[t.status != 'ok'].key)}")
         t["tile"] = t.key.str.split("|").str[-1]
+        # each stage at its own tile (PyTorch's backends have none); the others are the extra tiles timed
+        t["own"] = [r.variant not in STAGES or r.tile == default_tile(STAGES[r.variant].switches, HEAD_DIM, r.N).label()
+                    for r in t.itertuples()]
         for (dtype, n), g in t.groupby(["dtype", "N"]):
             col = COLUMNS[dtype, i]
-            own = {r.variant: r.time_us for r in g.itertuples()
-                   if r.variant not in STAGES or r.tile == default_tile(STAGES[r.variant].switches, HEAD_DIM, n).label()}
+            own = g[g.own].set_index("variant").time_us
             if col == FIRST:        # the times and the ratios to cuDNN's call: the first pass's, float16
                 for var, us in own.items():
                     v.put("sn", f"{var}@{n}", FIRST, fixed(us, 2))
                     v.put("snx", f"{var}@{n}", FIRST, fixed(us / own["torch-cudnn"], 3))
             for var in ("v19", "v31"):
-                step = 100 * (own["v32"] / own[var] - 1)
-                v.put("snstep", f"v32-{var}@{n}", col, f"{step:+.1f}")
-                steps.setdefault((var, n, dtype), []).append(step)
-            steps.setdefault(("x", n, dtype), []).append(100 * (own["v32"] / own["torch-cudnn"] - 1))
-            if n == 512 and col == FIRST:
-                for r in g.itertuples():
-                    if r.variant in ("v19", "v32") and r.tile != default_tile(STAGES[r.variant].switches,
-                                                                               HEAD_DIM, n).label():
-                        v.put("sntile", f"{r.variant}@{r.tile}", FIRST, fixed(r.time_us, 2))
-            if n == 512 and dtype == "float16":
-                tiles = g.set_index(["variant", "tile"]).time_us
-                for tile in sorted({r.tile for r in g.itertuples() if r.variant == "v32"}):
-                    if ("v19", tile) in tiles.index:
+                v.put("snstep", f"v32-{var}@{n}", col, f"{100 * (own['v32'] / own[var] - 1):+.1f}")
+            if n != 512:
+                continue
+            snake[dtype].append(round(100 * (own["v32"] / own["v19"] - 1), 1))
+            other = g[~g.own & g.variant.isin(["v19", "v32"])]
+            if col == FIRST:
+                for r in other.itertuples():
+                    v.put("sntile", f"{r.variant}@{r.tile}", FIRST, fixed(r.time_us, 2))
+            if dtype == "float16":
+                tiles = other.set_index(["variant", "tile"]).time_us
+                for tile in sorted(set(other.tile)):
+                    if ("v19", tile) in tiles.index and ("v32", tile) in tiles.index:
                         v.put("sntilestep", tile, col, f"{100 * (tiles['v32', tile] / tiles['v19', tile] - 1):+.1f}")
 
     # The probe's own prediction (the snake against v19) is judged here; v32's run predictions (against v31, and its
@@ -91,9 +92,10 @@ def values(seal_file: Path, correctness: Path, passes: list, nvidia_smi: Path, k
         p = probe[(probe.probe == "small_n") & (probe.dtype == dtype) & (probe.N == 512)]
         lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
         v.put("snpred", f"snake-{DTYPES[dtype]}", "range", f"{lo:g} to {hi:g}")
-        v.put("snpred", f"snake-{DTYPES[dtype]}", "held", held([round(x, 1) for x in steps[("v19", 512, dtype)]], lo, hi))
+        v.put("snpred", f"snake-{DTYPES[dtype]}", "held", held(snake[dtype], lo, hi))
         q = stage[(stage.stage == "v32") & (stage.quantity == "time") & (stage.N == 512) & (stage.dtype == dtype)]
-        v.put("snpred", f"v31-{DTYPES[dtype]}", "range", f"{float(q.low_pct.iloc[0]):g} to {float(q.high_pct.iloc[0]):g}")
+        lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+        v.put("snpred", f"v31-{DTYPES[dtype]}", "range", f"{lo:g} to {hi:g}")
     q = stage[(stage.stage == "v32") & (stage.quantity == "time_ratio") & (stage.N == 512)]
     lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
     v.put("snpred", "x-fp16", "range", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
