@@ -324,14 +324,16 @@ Short sequences: v19's kernel in a snake (SNAKE_SMS, stage v32's small_n_tile)
 
 At N = 512 (the headline layout) the persistent kernel has one round of 128-row tiles, 128 on 132 SMs, and the
 consumer whose rows are last walks four 128-key blocks alone: v19's kernel, 64-row programs, two per SM, was 8.5%
-faster there in run-30. With a grid of two waves the order of the programs matters: the hardware starts them in
-launch order, axis 0 fastest, one per SM per wave, so that in v13's order an SM's two programs are the i-th and
-the (132 + i)-th heaviest block, up to 8 + 4 key blocks of 64 on the first SMs. SNAKE_SMS (the GPU's SMs, a
+faster there in run-30. With a grid of two waves the order of the programs matters. Assuming that the hardware
+starts them in launch order, axis 0 fastest, one per SM per wave (an assumption: NVIDIA does not document the
+order, and only v32's timing tests it), in v13's order an SM's two programs are the i-th and the (132 + i)-th
+heaviest block, up to 8 + 4 key blocks of 64 on the first SMs. SNAKE_SMS (the GPU's SMs, a
 constexpr) deals every second wave in reverse (``_snake_block``; ``snake_block`` is its Python copy for the tests),
 so that an SM's two programs are a heavy and a light block, 8 + 1 = 9 on every SM of the headline's two waves.
 v32 (small_n_tile, kernels.stages) runs v19's kernel with it at N <= 512 (its tile there, kernels.stages'
 default_tile and small_n_route) and v31's persistent kernel above. The build is v19's but for the program's block
-(tests/test_gluon_build.py: the same KV loops, instruction for instruction).
+(tests/test_gluon_build.py: the KV loops hold v19's products, exponentials, barriers and mbarrier operations in
+order, within 4 instructions of v19's length).
 
 The code
 --------
@@ -1125,12 +1127,12 @@ def _tile_of(i, pid, P, BH, H, n_m, SH=0, SECTIONS: gl.constexpr = False):
 
 @gluon.jit
 def _snake_block(P: gl.constexpr):
-    """SNAKE_SMS: (batch*head, query block) of this program of a (B H, n_m) grid. The hardware starts programs in
-    launch order (axis 0 fastest), one per SM in a wave of P, a second per SM in the next wave; program t takes
-    the t-th heaviest block (query block n_m - 1 - r // BH of batch*head r % BH, with r = t) in an even wave and
-    the wave's blocks in reverse in an odd one, so that an SM's two programs are a heavy and a light block (with
-    a causal mask a block's work falls with r), where in launch order an SM's two are the i-th and the (P + i)-th
-    heaviest."""
+    """SNAKE_SMS: (batch*head, query block) of this program of a (B H, n_m) grid. Assuming that the hardware starts
+    programs in launch order (axis 0 fastest), one per SM in a wave of P, a second per SM in the next wave (not
+    documented by NVIDIA; v32's timing is the test); program t takes the t-th heaviest block (query block n_m - 1 -
+    r // BH of batch*head r % BH, with r = t) in an even wave and the wave's blocks in reverse in an odd one, so
+    that an SM's two programs are a heavy and a light block (with a causal mask a block's work falls with r), where
+    in launch order an SM's two are the i-th and the (P + i)-th heaviest."""
     BH = gl.num_programs(0)
     n_m = gl.num_programs(1)
     t = gl.program_id(1) * BH + gl.program_id(0)
