@@ -130,7 +130,6 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
                 f"{' or '.join(ties.index)} ({fixed(ties.iloc[0], 3)}--{fixed(ties.iloc[-1], 3)}$\\times$)")
         v.put("gbest", n, DTYPES[dt], text)
         (met if best.iloc[0] <= GOAL_X else missed).setdefault(DTYPES[dt], []).append(str(n))
-        v.put("gover", n, DTYPES[dt], fixed(100 * (best.iloc[0] / GOAL_X - 1), 1))   # % above the goal (< 0: met)
     for dt in DTYPES.values():
         v.put("ggoal", dt, "met", listing(met.get(dt, [])) if met.get(dt) else "none")
         v.put("ggoal", dt, "missed", listing(missed.get(dt, [])) if missed.get(dt) else "none")
@@ -144,6 +143,11 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
     lead = pd.read_csv(gluon_leader)
     v.macro("GluonLead", str(lead.stage.iloc[0]))
     v.macro("GluonLeadGeomeanX", fixed(lead.geomean_x_cudnn.iloc[0], 2))
+    lead_runs = sorted(set(g[g.variant == lead.stage.iloc[0]].run), key=run_number)
+    v.macro("GluonLeadRuns", listing(lead_runs) + (", the one run that timed it" if len(lead_runs) == 1
+                                                   else ", the runs that timed it"))
+    v.macro("GluonLeadSecond", str(lead.stage.iloc[1]))     # the runner-up, and the leader's margin over it
+    v.macro("GluonLeadMarginPct", fixed(100 * (1 - lead.geomean_x_cudnn.iloc[0] / lead.geomean_x_cudnn.iloc[1]), 1))
     t = g.groupby(["variant", "dtype", "N"]).time_us.median()
     by_run = g.set_index(["run", "variant", "dtype", "N"]).time_us
     for st in GLUON_STAGES[1:]:

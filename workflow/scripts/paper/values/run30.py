@@ -25,16 +25,13 @@ import pandas as pd
 from kernels.stages import previous_stage
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import GLUON_STAGES, GOAL_X, RATIO_TIME
+from pipeline.selection import GOAL_X
+from pipeline.sweep import best_gluon, medians, verdict
 
 STAGES = ("v29", "v30", "v31")      # the paragraph's: v30 and v31, and the stage before them
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}     # p30best's column of the best stage, per dtype
 FOUR_DIGITS = {"fp16": "fp164"}        # p30best's column of its ratio to four decimals (float16's: the margin is thin)
-
-
-def held(x: float, low: float, high: float) -> str:
-    return "held" if low <= x <= high else ("missed, faster" if x < low else "missed, slower")
 
 
 def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path, verify_env: Path,
@@ -48,12 +45,9 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
     v.macro("RunThirtyCases", str(len(c)))
     v.macro("RunThirtyWrong", str(int((c.status == "WRONG").sum())))
 
-    t = pd.read_csv(n_sweep)
-    if (t.status != "ok").any() or t.gpu_uuid.nunique() != 1:
-        raise ValueError(f"{n_sweep}: every entry ok and on one GPU expected")
+    t, med, ratio = medians(n_sweep)
     v.macro("RunThirtyRepeats", str(int(t.groupby("key").repeat.nunique().min())))
-    med = t.groupby(["dtype", "N", "variant"])[RATIO_TIME].median().unstack("variant")
-    ratio = med.div(med["torch-cudnn"], axis=0)
+    best = best_gluon(ratio)
     pred = pd.read_csv(predictions)
     for (dtype, n), r in ratio.iterrows():
         col = DTYPES[dtype]
@@ -64,23 +58,22 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
             if dtype == "float16" and len(p):
                 lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
                 v.put("p30", f"{st}@{n}", "pred", f"{lo:g} to {hi:g}")
-                v.put("p30", f"{st}@{n}", "held", held(round(step, 1), lo, hi))
+                v.put("p30", f"{st}@{n}", "held", verdict(round(step, 1), lo, hi))
         for st in STAGES:
             v.put("p30x", f"{st}@{n}", col, fixed(r[st], 3))
             q = pred[(pred.stage == st) & (pred.quantity == "time_ratio") & (pred.N == n) & (pred.dtype == dtype)]
             if len(q):
                 lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
                 v.put("p30x", f"{st}@{n}", "pred", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
-                v.put("p30x", f"{st}@{n}", "held", held(round(100 * (r[st] - 1), 1), lo, hi))
-        best = r[[s for s in GLUON_STAGES if s in r]].astype(float)
-        v.put("p30best", str(n), col, fixed(best.min(), 3))
+                v.put("p30x", f"{st}@{n}", "held", verdict(round(100 * (r[st] - 1), 1), lo, hi))
+        b = best.loc[(dtype, n)]
+        v.put("p30best", str(n), col, fixed(b.x, 3))
         if col in FOUR_DIGITS:
-            v.put("p30best", str(n), FOUR_DIGITS[col], fixed(best.min(), 4))       # the goal's margin, where it is thin
-        v.put("p30best", str(n), STAGE_COLUMN[col], best.idxmin())
-    best_all = ratio[[s for s in GLUON_STAGES if s in ratio]].min(axis=1)
-    v.macro("RunThirtyGoalMet", str(int((best_all <= GOAL_X).sum())))
-    v.macro("RunThirtyGoalOf", str(len(best_all)))
-    v.macro("RunThirtyGoalMissed", str(int((best_all > GOAL_X).sum())))
+            v.put("p30best", str(n), FOUR_DIGITS[col], fixed(b.x, 4))       # the goal's margin, where it is thin
+        v.put("p30best", str(n), STAGE_COLUMN[col], b.stage)
+    v.macro("RunThirtyGoalMet", str(int((best.x <= GOAL_X).sum())))
+    v.macro("RunThirtyGoalOf", str(len(best)))
+    v.macro("RunThirtyGoalMissed", str(int((best.x > GOAL_X).sum())))
 
     nc = pd.read_csv(ncu_large_n)
     nc = nc[nc.instance.isna()].copy()

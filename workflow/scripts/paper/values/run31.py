@@ -1,0 +1,105 @@
+"""The paper's numbers from run-31 (data/<gpu>/run-31: the lite plan at one commit; the N sweep on another GPU than
+the other sets, a later lease's): the first measurement of v32 (small_n_tile) in a run, and the goal's tally there.
+
+- \\RunThirtyOneCommit, \\RunThirtyOneRepeats: the commit and the N sweep's repeats per entry; \\RunThirtyOneSweepGpu
+  and \\RunThirtyOneGpu: the GPU of the N sweep and that of the other sets (the verify grid's, Nsight's);
+- \\val{p31}{v32@<N>}{fp16|bf16|pred|held}: v32's time against v31's (percent, the medians of the N sweep's
+  repeats, kernels alone), the prediction (data/predictions/stages.csv, where one was made) and whether it held;
+  \\val{p31}{v32-v19@512}{fp16|bf16}: against v19's at 512, whose kernel v32 runs there;
+- \\val{p31x}{<v31|v32>@<N>}{fp16|bf16}: the stage's time over cuDNN's; {pred|held} at 512 for v32: the prediction
+  and its verdict;
+- \\val{p31steady}{<v31|v32>@<dtype>}{x}: at N = 16384, the steady stream's time per call over cuDNN's;
+- \\val{p31best}{<N>}{fp16|bf16|fp16stage|bf16stage|bf164}: the fastest Gluon stage's ratio to cuDNN and the stage
+  (bf164: bfloat16's ratio to four decimals, where the goal's margin is thin); \\RunThirtyOneGoalMet,
+  \\RunThirtyOneGoalMissed, \\RunThirtyOneGoalOf: the (N, dtype) points at most the goal's 0.90, above it, and all;
+- \\val{p31ncu}{<variant>@512}{max|min|dur|instmax}: Nsight's profile at 512 (float16, one profile per entry, every
+  cache flushed): the busiest and the idlest SM's active cycles, the duration (us) and the busiest sub-partition's
+  instructions; \\val{p31ncu}{v32-v19@512}{max|dur|instmax}: v32's against v19's (percent).
+"""
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import seal
+from pipeline.latex import Values, fixed
+from pipeline.selection import GOAL_X
+from pipeline.sweep import best_gluon, medians, verdict
+
+STAGE, BEFORE, KERNEL_AT_SHORT = "v32", "v31", "v19"   # v32, the stage before it, the kernel it runs at N <= 512
+SHORT_N, LONG_N = 512, 16384     # v32's N with v19's kernel; the sweep's longest, at the power cap
+DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}   # p31best's column of the best stage, per dtype
+FOUR_DIGITS = {"bf16": "bf164"}      # p31best's column of its ratio to four decimals (bfloat16's: the margin is thin)
+# Nsight's metrics at N = 512 (ncu_large_n.csv, float16), per p31ncu column
+NCU = {"max": "sm__cycles_active.max", "min": "sm__cycles_active.min", "dur": "gpu__time_duration.sum",
+       "instmax": "smsp__inst_executed.max"}
+
+
+def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, predictions: Path) -> Values:
+    seal.verify(Path(seal_file).parent)
+    v = Values("run31")
+    env = json.loads(Path(verify_env).read_text())
+    v.macro("RunThirtyOneCommit", env["project_commit"][:7])
+    v.macro("RunThirtyOneGpu", env["end"]["uuid"][:12])
+    t, med, ratio = medians(n_sweep)
+    v.macro("RunThirtyOneSweepGpu", t.gpu_uuid.iloc[0][:12])
+    v.macro("RunThirtyOneRepeats", str(int(t.groupby("key").repeat.nunique().min())))
+    pred = pd.read_csv(predictions)
+    best = best_gluon(ratio)
+    for (dtype, n), r in ratio.iterrows():
+        col = DTYPES[dtype]
+        step = 100 * (med.loc[(dtype, n), STAGE] / med.loc[(dtype, n), BEFORE] - 1)
+        v.put("p31", f"{STAGE}@{n}", col, f"{step:+.1f}")
+        p = pred[(pred.stage == STAGE) & (pred.quantity == "time") & (pred.N == n) & (pred.dtype == dtype)]
+        if len(p) and col == "fp16":
+            lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
+            v.put("p31", f"{STAGE}@{n}", "pred", f"{lo:g} to {hi:g}")
+            v.put("p31", f"{STAGE}@{n}", "held", verdict(round(step, 1), lo, hi))
+        if n == SHORT_N:
+            if len(p) and col == "bf16":
+                lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
+                v.put("p31", f"{STAGE}@{n}", "bf16held", verdict(round(step, 1), lo, hi))
+            snake = 100 * (med.loc[(dtype, n), STAGE] / med.loc[(dtype, n), KERNEL_AT_SHORT] - 1)
+            v.put("p31", f"{STAGE}-{KERNEL_AT_SHORT}@{n}", col, f"{snake:+.1f}")
+            q = pred[(pred.stage == STAGE) & (pred.quantity == "time_ratio") & (pred.N == n) & (pred.dtype == dtype)]
+            if len(q):
+                lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+                v.put("p31x", f"{STAGE}@{n}", "pred", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
+                v.put("p31x", f"{STAGE}@{n}", "held", verdict(round(100 * (r[STAGE] - 1), 1), lo, hi))
+        for st in (BEFORE, STAGE):
+            v.put("p31x", f"{st}@{n}", col, fixed(r[st], 3))
+        b = best.loc[(dtype, n)]
+        v.put("p31best", str(n), col, fixed(b.x, 3))
+        if col in FOUR_DIGITS:
+            v.put("p31best", str(n), FOUR_DIGITS[col], fixed(b.x, 4))
+        v.put("p31best", str(n), STAGE_COLUMN[col], b.stage)
+    v.macro("RunThirtyOneGoalMet", str(int((best.x <= GOAL_X).sum())))
+    v.macro("RunThirtyOneGoalOf", str(len(best)))
+    v.macro("RunThirtyOneGoalMissed", str(int((best.x > GOAL_X).sum())))
+
+    s = t[(t.N == LONG_N) & t.steady_call_us.notna()]
+    steady = s.groupby(["dtype", "variant"]).steady_call_us.median().unstack("variant")
+    for dtype, r in steady.iterrows():
+        for st in (BEFORE, STAGE):
+            v.put("p31steady", f"{st}@{DTYPES[dtype]}", "x", fixed(r[st] / r["torch-cudnn"], 3))
+
+    nc = pd.read_csv(ncu_large_n)
+    nc = nc[nc.instance.isna() & nc.key.str.contains("float16") & nc.metric.isin(NCU.values())].copy()
+    nc["N"] = nc.key.str.split("|").str[2].str.split(",").str[3].astype(int)
+    m = nc[nc.N == SHORT_N].pivot_table(index="variant", columns="metric", values="value")
+    for st in (KERNEL_AT_SHORT, STAGE):
+        v.put("p31ncu", f"{st}@{SHORT_N}", "max", f"{m.loc[st, NCU['max']]:.0f}")
+        v.put("p31ncu", f"{st}@{SHORT_N}", "min", f"{m.loc[st, NCU['min']]:.0f}")
+        v.put("p31ncu", f"{st}@{SHORT_N}", "dur", fixed(m.loc[st, NCU["dur"]] / 1e3, 2))
+        v.put("p31ncu", f"{st}@{SHORT_N}", "instmax", f"{m.loc[st, NCU['instmax']]:.0f}")
+    for col in ("max", "dur", "instmax"):
+        change = 100 * (m.loc[STAGE, NCU[col]] / m.loc[KERNEL_AT_SHORT, NCU[col]] - 1)
+        v.put("p31ncu", f"{STAGE}-{KERNEL_AT_SHORT}@{SHORT_N}", col, f"{change:+.1f}")
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
