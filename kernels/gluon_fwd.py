@@ -401,9 +401,12 @@ def _f32_literal(x: float) -> str:
     return "0f" + struct.pack(">f", x).hex().upper()
 
 
-# RARE_RESCALE: _warp_grew's vote, its threshold RESCALE_GROWTH
-WARP_GREW_ASM = gl.constexpr("{ .reg .pred g, a; setp.gt.f32 g, $1, " + _f32_literal(RESCALE_GROWTH.value) + "; "
-                             "vote.sync.any.pred a, g, 0xffffffff; selp.f32 $0, 0f3F800000, 0f00000000, a; }")
+# RARE_RESCALE: _warp_grew's vote over both of a thread's rows ($2, $3), its threshold RESCALE_GROWTH; the decision
+# ($0, $1) is the same for both
+_GREW_LIMIT = _f32_literal(RESCALE_GROWTH.value)
+WARP_GREW_ASM = gl.constexpr("{ .reg .pred g, h, a; setp.gt.f32 g, $2, " + _GREW_LIMIT + "; setp.gt.f32 h, $3, "
+                             + _GREW_LIMIT + "; or.pred g, g, h; vote.sync.any.pred a, g, 0xffffffff; "
+                             "selp.f32 $0, 0f3F800000, 0f00000000, a; mov.b32 $1, $0; }")
 
 
 @gluon.constexpr_function
@@ -757,8 +760,14 @@ def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, RARE_RESCALE: gl.cons
 @gluon.jit
 def _warp_grew(growth):
     """RARE_RESCALE: 1.0 in every row of a warp where some row's maximum grew by more than RESCALE_GROWTH (growth is
-    in exp2 units; a NaN row does not ask), else 0.0: a vote over the warp, the same in all its lanes."""
-    return gl.inline_asm_elementwise(WARP_GREW_ASM, "=r,r", [growth], dtype=gl.float32, is_pure=True, pack=1)
+    in exp2 units; a NaN row does not ask), else 0.0: one vote over the warp's 16 rows, the same in all its lanes
+    and in both of a thread's rows. In a 64-row warpgroup's layout a thread holds two rows (r and r + 8) of its
+    warp's 16: the asm takes both (pack=2) and votes on either having grown. With one vote per row (pack=1, up to
+    commit 0d29541) the two votes could differ, and ``_rescaled``, which takes a thread's first entry's decision
+    for all its entries, skipped the rescale of acc's second row where only that row had grown: wrong output once
+    a row's maximum grew past RESCALE_GROWTH after its first key block (tests/test_guards_gpu.py's large scores;
+    random inputs of the verify grid rarely grow so far)."""
+    return gl.inline_asm_elementwise(WARP_GREW_ASM, "=r,=r,r,r", [growth], dtype=gl.float32, is_pure=True, pack=2)
 
 
 @gluon.jit
