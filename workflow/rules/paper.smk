@@ -114,6 +114,8 @@ PROBE_REGS_TIMING = f"{DATA}/probes/exact-regs-timing"   # v2-v4 at run-28's and
 PROBE_REGISTERS = f"{DATA}/probes/exact-registers"   # v2-v5's sm_90 build at run-27's, run-28's and run-29's source
 RUN30 = f"{DATA}/run-30"   # v30's and v31's first measurement (every set but tuning and the ceilings on one GPU)
 RUN31 = f"{DATA}/run-31"   # v32's first measurement in a run (the N sweep on another GPU than the other sets)
+PROBE_RAREBUG = f"{DATA}/probes/guards-rare-rescale"   # the guard tests that found rare_rescale's bug
+PROBE_RAREFIX = f"{DATA}/probes/rare-rescale-fix"   # its fix checked: guards, the Gluon grid, the operator's tests
 PROBE_SMALLN = f"{DATA}/probes/small-n"   # v32's first check: verified and timed beside v19, v31 and cuDNN
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
@@ -164,6 +166,10 @@ VALUES = {
     "run31": dict(seal_file=f"{RUN31}/SHA256SUMS", n_sweep=f"{RUN31}/bench-n_sweep/timings.csv",
                   ncu_large_n=f"{RUN31}/profile/ncu_large_n.csv", verify_env=f"{RUN31}/verify/env.json",
                   predictions="data/predictions/stages.csv"),
+    "rarefix": dict(bug_seal=f"{PROBE_RAREBUG}/SHA256SUMS", bug_guards=f"{PROBE_RAREBUG}/gpu_tests_guards.log",
+                    fix_seal=f"{PROBE_RAREFIX}/SHA256SUMS", fix_guards=f"{PROBE_RAREFIX}/gpu_tests_guards.log",
+                    fix_correctness=f"{PROBE_RAREFIX}/verify/correctness.csv",
+                    fix_op=f"{PROBE_RAREFIX}/gpu_tests_op.log"),
     "smalln": dict(seal_file=f"{PROBE_SMALLN}/SHA256SUMS", correctness=f"{PROBE_SMALLN}/verify/correctness.csv",
                    passes=[f"{PROBE_SMALLN}/timing-{i}.csv" for i in (1, 2)], nvidia_smi=f"{PROBE_SMALLN}/nvidia-smi.csv",
                    kernel_sums=f"{PROBE_SMALLN}/kernel_sha256.txt", kernel="kernels/gluon_fwd.py",
@@ -205,7 +211,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28,
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
-          "run31": RUN31, "smalln": PROBE_SMALLN}
+          "run31": RUN31, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG}
 
 
 rule values:
