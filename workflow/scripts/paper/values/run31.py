@@ -9,6 +9,10 @@ the other sets, a later lease's): the first measurement of v32 (small_n_tile) in
 - \\val{p31x}{<v31|v32>@<N>}{fp16|bf16}: the stage's time over cuDNN's; {pred|held} at 512 for v32: the prediction
   and its verdict;
 - \\val{p31steady}{<v31|v32>@<dtype>}{x}: at N = 16384, the steady stream's time per call over cuDNN's;
+- \\val{p31rep}{<v31|v32>@<8192|16384>}{fp16lo|fp16hi|bf16lo|bf16hi}: the lowest and highest of the stage's
+  per-repeat ratios to cuDNN (each repeat's times); \\RunThirtyOnePairs, \\RunThirtyOnePairsFaster and
+  \\val{p31pair}{16384}{lo|hi}: at 16384, where v32 runs v31's kernel, the (dtype, repeat) pairs, those where v32 was
+  the faster, and the lowest and highest change of v32 against v31 (percent);
 - \\val{p31best}{<N>}{fp16|bf16|fp16stage|bf16stage|bf164}: the fastest Gluon stage's ratio to cuDNN and the stage
   (bf164: bfloat16's ratio to four decimals, where the goal's margin is thin); \\RunThirtyOneGoalMet,
   \\RunThirtyOneGoalMissed, \\RunThirtyOneGoalOf: the (N, dtype) points at most the goal's 0.90, above it, and all;
@@ -24,11 +28,13 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import GOAL_X
+from pipeline.selection import GOAL_X, RATIO_TIME
 from pipeline.sweep import best_gluon, medians, verdict
 
 STAGE, BEFORE, KERNEL_AT_SHORT = "v32", "v31", "v19"   # v32, the stage before it, the kernel it runs at N <= 512
 SHORT_N, LONG_N = 512, 16384     # v32's N with v19's kernel; the sweep's longest, at the power cap
+CAPPED_N = (8192, 16384)         # the lengths at the power cap, where p31rep gives each repeat's ratio
+REPEAT_COLUMNS = {"fp16": ("fp16lo", "fp16hi"), "bf16": ("bf16lo", "bf16hi")}   # p31rep's columns per dtype
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}   # p31best's column of the best stage, per dtype
 FOUR_DIGITS = {"bf16": "bf164"}      # p31best's column of its ratio to four decimals (bfloat16's: the margin is thin)
@@ -78,6 +84,23 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     v.macro("RunThirtyOneGoalMet", str(int((best.x <= GOAL_X).sum())))
     v.macro("RunThirtyOneGoalOf", str(len(best)))
     v.macro("RunThirtyOneGoalMissed", str(int((best.x > GOAL_X).sum())))
+
+    # per repeat, at the power-capped lengths: each stage's time over cuDNN's of the same repeat, lowest and highest
+    by_rep = t.pivot_table(index=["dtype", "N", "repeat"], columns="variant", values=RATIO_TIME)
+    for (dtype, n), r in by_rep.groupby(level=["dtype", "N"]):
+        if n not in CAPPED_N:
+            continue
+        for st in (BEFORE, STAGE):
+            x = r[st] / r["torch-cudnn"]
+            v.put("p31rep", f"{st}@{n}", REPEAT_COLUMNS[DTYPES[dtype]][0], fixed(x.min(), 3))
+            v.put("p31rep", f"{st}@{n}", REPEAT_COLUMNS[DTYPES[dtype]][1], fixed(x.max(), 3))
+    # at LONG_N, where v32 runs v31's kernel: v32 against v31 in each (dtype, repeat), timed one after the other
+    pairs = 100 * (by_rep[STAGE] / by_rep[BEFORE] - 1)
+    pairs = pairs[pairs.index.get_level_values("N") == LONG_N]
+    v.macro("RunThirtyOnePairs", str(len(pairs)))
+    v.macro("RunThirtyOnePairsFaster", str(int((pairs < 0).sum())))
+    v.put("p31pair", str(LONG_N), "lo", f"{pairs.min():+.1f}")
+    v.put("p31pair", str(LONG_N), "hi", f"{pairs.max():+.1f}")
 
     s = t[(t.N == LONG_N) & t.steady_call_us.notna()]
     steady = s.groupby(["dtype", "variant"]).steady_call_us.median().unstack("variant")
