@@ -1,6 +1,6 @@
 """One run's N sweep (bench-n_sweep/timings.csv of a sealed run) as the paper's run paragraphs read it: each entry's
 median over its repeats (RATIO_TIME: the kernels alone), its ratio to cuDNN's, the fastest Gluon stage per (dtype,
-N), and a prediction's verdict."""
+N), a committed prediction's range and its verdict."""
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +11,13 @@ from pipeline.selection import GLUON_STAGES, RATIO_TIME
 def verdict(x: float, low: float, high: float) -> str:
     """Whether a measured change x (percent) fell in its predicted range [low, high]."""
     return "held" if low <= x <= high else ("missed, faster" if x < low else "missed, slower")
+
+
+def predicted(pred: pd.DataFrame, stage: str, quantity: str, n: int, dtype: str):
+    """(low, high) percent of the committed prediction (data/predictions/stages.csv's rows) of a stage's quantity at
+    (n, dtype), or None where none was made."""
+    p = pred[(pred.stage == stage) & (pred.quantity == quantity) & (pred.N == n) & (pred.dtype == dtype)]
+    return (float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])) if len(p) else None
 
 
 def medians(n_sweep: Path) -> tuple:

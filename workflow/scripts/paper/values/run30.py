@@ -26,7 +26,7 @@ from kernels.stages import previous_stage
 from pipeline import seal
 from pipeline.latex import Values, fixed
 from pipeline.selection import GOAL_X
-from pipeline.sweep import best_gluon, medians, verdict
+from pipeline.sweep import best_gluon, medians, predicted, verdict
 
 STAGES = ("v29", "v30", "v31")      # the paragraph's: v30 and v31, and the stage before them
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
@@ -54,16 +54,16 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
         for st in STAGES[1:]:
             step = 100 * (med.loc[(dtype, n), st] / med.loc[(dtype, n), previous_stage(st)] - 1)
             v.put("p30", f"{st}@{n}", col, f"{step:+.1f}")
-            p = pred[(pred.stage == st) & (pred.quantity == "time") & (pred.N == n) & (pred.dtype == dtype)]
-            if dtype == "float16" and len(p):
-                lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
+            p = predicted(pred, st, "time", n, dtype)
+            if dtype == "float16" and p:
+                lo, hi = p
                 v.put("p30", f"{st}@{n}", "pred", f"{lo:g} to {hi:g}")
                 v.put("p30", f"{st}@{n}", "held", verdict(round(step, 1), lo, hi))
         for st in STAGES:
             v.put("p30x", f"{st}@{n}", col, fixed(r[st], 3))
-            q = pred[(pred.stage == st) & (pred.quantity == "time_ratio") & (pred.N == n) & (pred.dtype == dtype)]
-            if len(q):
-                lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+            q = predicted(pred, st, "time_ratio", n, dtype)
+            if q:
+                lo, hi = q
                 v.put("p30x", f"{st}@{n}", "pred", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
                 v.put("p30x", f"{st}@{n}", "held", verdict(round(100 * (r[st] - 1), 1), lo, hi))
         b = best.loc[(dtype, n)]

@@ -29,7 +29,7 @@ import pandas as pd
 from pipeline import seal
 from pipeline.latex import Values, fixed
 from pipeline.selection import GOAL_X, RATIO_TIME
-from pipeline.sweep import best_gluon, medians, verdict
+from pipeline.sweep import best_gluon, medians, predicted, verdict
 
 STAGE, BEFORE, KERNEL_AT_SHORT = "v32", "v31", "v19"   # v32, the stage before it, the kernel it runs at N <= 512
 SHORT_N, LONG_N = 512, 16384     # v32's N with v19's kernel; the sweep's longest, at the power cap
@@ -37,6 +37,7 @@ CAPPED_N = (8192, 16384)         # the lengths at the power cap, where p31rep gi
 REPEAT_COLUMNS = {"fp16": ("fp16lo", "fp16hi"), "bf16": ("bf16lo", "bf16hi")}   # p31rep's columns per dtype
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}   # p31best's column of the best stage, per dtype
+HELD_COLUMN = {"fp16": "held", "bf16": "bf16held"}    # p31's column of a prediction's verdict, per dtype
 FOUR_DIGITS = {"bf16": "bf164"}      # p31best's column of its ratio to four decimals (bfloat16's: the margin is thin)
 # Nsight's metrics at N = 512 (ncu_large_n.csv, float16), per p31ncu column
 NCU = {"max": "sm__cycles_active.max", "min": "sm__cycles_active.min", "dur": "gpu__time_duration.sum",
@@ -58,20 +59,17 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
         col = DTYPES[dtype]
         step = 100 * (med.loc[(dtype, n), STAGE] / med.loc[(dtype, n), BEFORE] - 1)
         v.put("p31", f"{STAGE}@{n}", col, f"{step:+.1f}")
-        p = pred[(pred.stage == STAGE) & (pred.quantity == "time") & (pred.N == n) & (pred.dtype == dtype)]
-        if len(p) and col == "fp16":
-            lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
-            v.put("p31", f"{STAGE}@{n}", "pred", f"{lo:g} to {hi:g}")
-            v.put("p31", f"{STAGE}@{n}", "held", verdict(round(step, 1), lo, hi))
+        p = predicted(pred, STAGE, "time", n, dtype)
+        if p:
+            if col == "fp16":       # the range is quoted once, float16's (bfloat16's is the same where made)
+                v.put("p31", f"{STAGE}@{n}", "pred", f"{p[0]:g} to {p[1]:g}")
+            v.put("p31", f"{STAGE}@{n}", HELD_COLUMN[col], verdict(round(step, 1), *p))
         if n == SHORT_N:
-            if len(p) and col == "bf16":
-                lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
-                v.put("p31", f"{STAGE}@{n}", "bf16held", verdict(round(step, 1), lo, hi))
             snake = 100 * (med.loc[(dtype, n), STAGE] / med.loc[(dtype, n), KERNEL_AT_SHORT] - 1)
             v.put("p31", f"{STAGE}-{KERNEL_AT_SHORT}@{n}", col, f"{snake:+.1f}")
-            q = pred[(pred.stage == STAGE) & (pred.quantity == "time_ratio") & (pred.N == n) & (pred.dtype == dtype)]
-            if len(q):
-                lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+            q = predicted(pred, STAGE, "time_ratio", n, dtype)
+            if q:
+                lo, hi = q
                 v.put("p31x", f"{STAGE}@{n}", "pred", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
                 v.put("p31x", f"{STAGE}@{n}", "held", verdict(round(100 * (r[STAGE] - 1), 1), lo, hi))
         for st in (BEFORE, STAGE):

@@ -22,6 +22,7 @@ import pandas as pd
 from kernels.stages import STAGES, default_tile
 from pipeline import seal
 from pipeline.latex import Values, fixed
+from pipeline.sweep import predicted
 
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 # the value columns, a dtype's and a pass's (the check's two passes)
@@ -93,11 +94,9 @@ def values(seal_file: Path, correctness: Path, passes: list, nvidia_smi: Path, k
         lo, hi = float(p.low_pct.iloc[0]), float(p.high_pct.iloc[0])
         v.put("snpred", f"snake-{DTYPES[dtype]}", "range", f"{lo:g} to {hi:g}")
         v.put("snpred", f"snake-{DTYPES[dtype]}", "held", held(snake[dtype], lo, hi))
-        q = stage[(stage.stage == "v32") & (stage.quantity == "time") & (stage.N == 512) & (stage.dtype == dtype)]
-        lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+        lo, hi = predicted(stage, "v32", "time", 512, dtype)
         v.put("snpred", f"v31-{DTYPES[dtype]}", "range", f"{lo:g} to {hi:g}")
-    q = stage[(stage.stage == "v32") & (stage.quantity == "time_ratio") & (stage.N == 512)]
-    lo, hi = float(q.low_pct.iloc[0]), float(q.high_pct.iloc[0])
+    lo, hi = predicted(stage, "v32", "time_ratio", 512, "float16")
     v.put("snpred", "x-fp16", "range", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
     return v
 
