@@ -117,6 +117,7 @@ RUN31 = f"{DATA}/run-31"   # v32's first measurement in a run (the N sweep on an
 PROBE_RAREBUG = f"{DATA}/probes/guards-rare-rescale"   # the guard tests that found rare_rescale's bug
 PROBE_RAREFIX = f"{DATA}/probes/rare-rescale-fix"   # its fix checked: guards, the Gluon grid, the operator's tests
 PROBE_SMALLN = f"{DATA}/probes/small-n"   # v32's first check: verified and timed beside v19, v31 and cuDNN
+PROBE_ORDER = f"{DATA}/probes/order-16384"   # v31 and v32 at N = 16384 in alternating orders beside cuDNN
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs,
@@ -166,6 +167,7 @@ VALUES = {
     "run31": dict(seal_file=f"{RUN31}/SHA256SUMS", n_sweep=f"{RUN31}/bench-n_sweep/timings.csv",
                   ncu_large_n=f"{RUN31}/profile/ncu_large_n.csv", verify_env=f"{RUN31}/verify/env.json",
                   predictions="data/predictions/stages.csv"),
+    "order": dict(seal_file=f"{PROBE_ORDER}/SHA256SUMS", order=f"{PROBE_ORDER}/order.csv"),
     "rarefix": dict(bug_seal=f"{PROBE_RAREBUG}/SHA256SUMS", bug_guards=f"{PROBE_RAREBUG}/gpu_tests_guards.log",
                     fix_seal=f"{PROBE_RAREFIX}/SHA256SUMS", fix_guards=f"{PROBE_RAREFIX}/gpu_tests_guards.log",
                     fix_correctness=f"{PROBE_RAREFIX}/verify/correctness.csv",
@@ -211,7 +213,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28,
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
-          "run31": RUN31, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG}
+          "run31": RUN31, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER}
 
 
 rule values:
