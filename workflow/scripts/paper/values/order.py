@@ -28,9 +28,9 @@ def values(seal_file: Path, order: Path) -> Values:
         if set(g.variant) != {want[pos]}:
             raise ValueError(f"{order}: round {r} position {pos} holds {sorted(set(g.variant))}, not {want[pos]}")
     v = Values("order")
-    v.macro("OrderGpu", t.uuid.iloc[0][:12])
     if t.uuid.nunique() != 1:
         raise ValueError(f"{order}: more than one GPU: {sorted(t.uuid.unique())}")
+    v.macro("OrderGpu", t.uuid.iloc[0][:12])
     v.macro("OrderRounds", str(t.groupby("dtype")["round"].nunique().min()))
     v.macro("OrderSamples", str(int(t.n.min())))
     v.macro("OrderCapped", str(int((t.state_capped_frac == 1).sum())))
