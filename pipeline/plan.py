@@ -120,6 +120,19 @@ def repeats(entry: Entry, m: dict) -> int:
     return max(int(m["repeats"].get(s, 1)) for s in entry.set.split(","))
 
 
+def timing_order(entries: list, m: dict) -> list:
+    """(repeat, entry) pairs in the order the bench times them: the whole list once per repeat (interleaved: drift
+    shows as spread within an entry, not as a difference between entries), each run of consecutive entries of one
+    shape taken in the list's order in even repeats and in reverse in odd ones (A B C, C B A, A B C, ...), so that no
+    entry is always timed first or last among those it is compared with. In one fixed order (the runs up to run-32)
+    v32, which runs v31's kernel above N = 512 and was timed right after it, was the faster of the two in every pair
+    of run-31's repeats at N = 16384; with the order reversed every second round (probes/order-16384) it was not
+    (the paper's paragraph on v32 in run-31 has the numbers). An entry leaves the order after its own repeats."""
+    blocks = [list(b) for _, b in itertools.groupby(entries, key=lambda e: e.shape)]
+    return [(r, e) for r in range(max((repeats(e, m) for e in entries), default=0))
+            for block in blocks for e in (block if r % 2 == 0 else block[::-1]) if r < repeats(e, m)]
+
+
 def profile_entries(m: dict) -> list:
     """The entries Nsight Compute profiles: the variants at the article's tile, the extra (variant, tile) pairs, and
     the PyTorch kernels, all at the headline shape."""

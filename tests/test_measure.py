@@ -143,11 +143,37 @@ def test_timing_is_interleaved_and_resumes(tmp_path, fake_gpu):
     pairs = [(r["key"], int(r["repeat"])) for r in rows]
     assert len(pairs) == len(set(pairs))
     repeats = [int(r["repeat"]) for r in rows]
-    assert repeats == sorted(repeats)                              # A B C, A B C: whole list per repeat
+    assert repeats == sorted(repeats)                              # the whole list per repeat
+    timed = [[r["key"] for r in rows if int(r["repeat"]) == k] for k in range(3)]
+    refused = {r["key"] for r in rows if r["status"] == "refused"}
+    assert timed[0] == [e.key for e in entries]                   # one shape: A B C, C B A, A B C, across the resume
+    assert timed[1] == [k for k in timed[0][::-1] if k not in refused]
+    assert timed[2] == [k for k in timed[0] if k not in refused]
     v5 = [r for r in rows if r["variant"] == "v5"]
     assert len(v5) == 1 and v5[0]["status"] == "refused" and v5[0]["time_us"] == ""   # refused: never timed
     ok = [r for r in rows if r["status"] == "ok"]
     assert len(ok) == 3 * (len(entries) - 1)
+
+
+def test_each_second_repeat_takes_a_shapes_entries_in_reverse():
+    """The bench's order (pipeline.plan.timing_order): the whole list per repeat, shapes in the list's order, the
+    entries of one shape forward in even repeats and reversed in odd ones; an entry leaves after its own repeats."""
+    entries = bench_plan.expand(CFG, ["headline", "n_sweep"])
+    m = {**CFG, "repeats": {**CFG["repeats"], "headline": 3, "n_sweep": 2}}
+    order = bench_plan.timing_order(entries, m)
+    assert sorted((r, e.key) for r, e in order) == sorted(
+        (r, e.key) for e in entries for r in range(bench_plan.repeats(e, m)))    # each entry its repeats, once each
+    assert [r for r, _ in order] == sorted(r for r, _ in order)
+    shapes = list(dict.fromkeys(e.shape for e in entries))
+    assert len(shapes) > 2
+    for r in range(3):
+        of_r = [e for q, e in order if q == r]
+        assert list(dict.fromkeys(e.shape for e in of_r)) == [s for s in shapes if any(e.shape == s for e in of_r)]
+        for s in shapes:
+            listed = [e.key for e in entries if e.shape == s and bench_plan.repeats(e, m) > r]
+            assert [e.key for e in of_r if e.shape == s] == (listed if r % 2 == 0 else listed[::-1])
+    assert {e.key for r, e in order if r == 2} == {e.key for e in entries if "headline" in e.set}
+    assert bench_plan.timing_order([], m) == []
 
 
 def test_checksums(tmp_path):

@@ -40,8 +40,9 @@ power-capped fraction (steady_mhz, steady_capped_frac), the span (steady_s), the
 and on a row whose steady step failed (the GPU ran dry in the span, or the counter did not move), whose note says
 why. steady_s = 0 turns the step off.
 
-The whole list runs once per repeat, in one fixed order (A B C, A B C, ...), so drift shows as spread within an
-entry, not as a difference between entries. Every row is appended to timings.partial.csv at once, renamed
+The whole list runs once per repeat, so drift shows as spread within an entry, not as a difference between
+entries; each run of consecutive entries of one shape in the list's order in even repeats and reversed in odd ones
+(A B C, C B A, ...: pipeline.plan.timing_order, which says why; up to run-32 one fixed order, A B C, A B C). Every row is appended to timings.partial.csv at once, renamed
 timings.csv when all are done: run the same command again after an interruption and it resumes (the partial file is
 no declared output, so Snakemake leaves it in place). Resuming (pipeline.partial_csv): the partial file's origin
 (timings.partial.csv.origin.json: the commit, each kernel and library file's SHA-256, the plan's and sets' hash) must
@@ -221,8 +222,7 @@ def _run(m: dict, entries: list, out: Path, workers: int, log, env: dict | None)
     state = gpu_env.start(env_json, resume=resumed, **env) if env is not None else None
     done = {(r["key"], int(r["repeat"])) for r in rows}
     bad = {r["key"] for r in rows if r["status"] != "ok"}
-    order = [(r, e) for r in range(max(plan.repeats(e, m) for e in entries))
-             for e in entries if r < plan.repeats(e, m)]
+    order = plan.timing_order(entries, m)
     todo = [(r, e) for r, e in order if (e.key, r) not in done and e.key not in bad]
     log(f"bench: {len(entries)} entries, {len(order)} timings, {len(done)} already done, "
         f"{len(bad)} entries refused or wrong (not timed)")
