@@ -1,6 +1,8 @@
 """The paper's numbers from data/<gpu>/probes/order-16384 (sealed): v31 and v32, which run one kernel at N = 16384,
 and cuDNN, timed in alternating orders on one GPU (even rounds cuDNN, v31, v32; odd rounds the reverse), to test
-whether run-31's edge of v32 over v31 there came from the kernel or from the order.
+whether run-31's edge of v32 over v31 there came from the kernel or from the order. Its kernels/gluon_fwd.py is the
+source probes/rare-rescale-fix verified (the conditional rescale fixed), or the step refuses: the paper quotes it as
+the fixed build's only timing.
 
 - \\OrderGpu, \\OrderRounds, \\OrderSamples, \\OrderCapped, \\OrderEntries: the probe's GPU, its rounds per dtype,
   samples per entry, and the entries whose every state reading was power-capped, of all;
@@ -20,8 +22,21 @@ DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 FORWARD = ("torch-cudnn", "v31", "v32")     # an even round's order; odd rounds run it reversed
 
 
-def values(seal_file: Path, order: Path) -> Values:
+def gluon_source(kernel_sha256: Path) -> str:
+    """The SHA-256 of kernels/gluon_fwd.py in a probe's kernel_sha256.txt (sha256sum's lines)."""
+    for line in Path(kernel_sha256).read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        if name.endswith("gluon_fwd.py"):
+            return digest
+    raise ValueError(f"{kernel_sha256}: no line for kernels/gluon_fwd.py")
+
+
+def values(seal_file: Path, order: Path, kernels: Path, fixed_kernels: Path) -> Values:
     seal.verify(Path(seal_file).parent)
+    # the paper calls the probe's v31 and v32 the fixed build (the conditional rescale's one vote over both rows)
+    if gluon_source(kernels) != gluon_source(fixed_kernels):
+        raise ValueError(f"{kernels}: kernels/gluon_fwd.py is not the source {fixed_kernels} verified (the fixed "
+                         "rare_rescale); the paper's sentences on the fixed build's time rest on it")
     t = pd.read_csv(order)
     for (r, pos), g in t.groupby(["round", "position"]):
         want = FORWARD if r % 2 == 0 else FORWARD[::-1]

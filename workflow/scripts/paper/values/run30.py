@@ -47,7 +47,7 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, correctness: Path,
 
     t, med, ratio = medians(n_sweep)
     v.macro("RunThirtyRepeats", str(int(t.groupby("key").repeat.nunique().min())))
-    best = best_gluon(ratio)
+    best = best_gluon(t)
     pred = pd.read_csv(predictions)
     for (dtype, n), r in ratio.iterrows():
         col = DTYPES[dtype]

@@ -18,7 +18,11 @@ the other sets, a later lease's): the first measurement of v32 (small_n_tile) in
   \\RunThirtyOneGoalMissed, \\RunThirtyOneGoalOf: the (N, dtype) points at most the goal's 0.90, above it, and all;
 - \\val{p31ncu}{<variant>@512}{max|min|dur|instmax}: Nsight's profile at 512 (float16, one profile per entry, every
   cache flushed): the busiest and the idlest SM's active cycles, the duration (us) and the busiest sub-partition's
-  instructions; \\val{p31ncu}{v32-v19@512}{max|dur|instmax}: v32's against v19's (percent).
+  instructions; \\val{p31ncu}{v32-v19@512}{max|dur|instmax}: v32's against v19's (percent);
+- \\val{p31ncubest}{<N>}{x|stage}: by Nsight's duration at every N of the profile (float16), the fastest Gluon
+  kernel's over cuDNN's and its stages (pooled as in best_gluon); \\RunThirtyOneNcuGoalMet of
+  \\RunThirtyOneNcuGoalOf: the lengths where it is at most the goal's 0.90; \\val{p31ncux}{<v31|v32>@<N>}{x}: the
+  stage's duration over cuDNN's there.
 """
 import json
 import sys
@@ -54,7 +58,7 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     v.macro("RunThirtyOneSweepGpu", t.gpu_uuid.iloc[0][:12])
     v.macro("RunThirtyOneRepeats", str(int(t.groupby("key").repeat.nunique().min())))
     pred = pd.read_csv(predictions)
-    best = best_gluon(ratio)
+    best = best_gluon(t)
     for (dtype, n), r in ratio.iterrows():
         col = DTYPES[dtype]
         step = 100 * (med.loc[(dtype, n), STAGE] / med.loc[(dtype, n), BEFORE] - 1)
@@ -118,6 +122,19 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     for col in ("max", "dur", "instmax"):
         change = 100 * (m.loc[STAGE, NCU[col]] / m.loc[KERNEL_AT_SHORT, NCU[col]] - 1)
         v.put("p31ncu", f"{STAGE}-{KERNEL_AT_SHORT}@{SHORT_N}", col, f"{change:+.1f}")
+    # the goal's points by Nsight's duration instead of the timer (float16, one profile per entry, every cache
+    # flushed, on the other GPU): the fastest Gluon kernel (stages that launch one kernel pooled, as best_gluon)
+    dur = nc[nc.metric == NCU["dur"]].assign(dtype="float16", D=128, repeat=0).rename(columns={"value": RATIO_TIME})
+    ncu_best = best_gluon(dur)
+    by_n = dur.pivot_table(index="N", columns="variant", values=RATIO_TIME)
+    for n, r in by_n.iterrows():
+        for st in (BEFORE, STAGE):
+            v.put("p31ncux", f"{st}@{n}", "x", fixed(r[st] / r["torch-cudnn"], 3))
+    for (_, n), b in ncu_best.iterrows():
+        v.put("p31ncubest", str(n), "x", fixed(b.x, 3))
+        v.put("p31ncubest", str(n), "stage", b.stage)
+    v.macro("RunThirtyOneNcuGoalMet", str(int((ncu_best.x <= GOAL_X).sum())))
+    v.macro("RunThirtyOneNcuGoalOf", str(len(ncu_best)))
     return v
 
 
