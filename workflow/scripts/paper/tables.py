@@ -184,7 +184,7 @@ def sampling_table(sampling: Path, out: Path) -> None:
 # A longtable: it grows with every stage registered, past a page.
 PREDICTIONS_CAPTION = ("Each prediction, committed before the stage was measured, beside the measurement (median over "
                        "runs holding both ends [lowest, highest]): holds inside the predicted range, better or worse "
-                       "outside it.")
+                       "outside it. float16 unless N says bf16.")
 
 
 def predictions_table(predictions: Path, out: Path) -> None:
@@ -192,7 +192,8 @@ def predictions_table(predictions: Path, out: Path) -> None:
     q = {"time": "time", "time_ratio": "time / cuDNN's", "smsp__inst_executed.sum": "instructions"}
     df = pd.DataFrame({
         "stage": p.stage, "against": p.compared_to.map(lambda v: "cuDNN" if v == "torch-cudnn" else v),
-        "quantity": p.quantity.map(lambda v: q.get(v, tex_escape(v))), "N": p.N.astype(str),
+        "quantity": p.quantity.map(lambda v: q.get(v, tex_escape(v))),
+        "N": [f"{n} bf16" if dt == "bfloat16" else str(n) for n, dt in zip(p.N, p.dtype)],   # float16 unmarked
         r"predicted \%": [f"{lo:+g}..{hi:+g}" for lo, hi in zip(p.low_pct, p.high_pct)],
         r"measured \% [runs]": [_range(m, lo, hi, runs=r) if r else "--" for m, lo, hi, r in
                                  zip(p.measured_pct, p.lo_pct, p.hi_pct, p.runs)],

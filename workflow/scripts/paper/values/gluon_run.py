@@ -126,8 +126,9 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
     for (dt, n), r in in_newest.groupby(level=["dtype", "N"]):
         best = r.droplevel(["dtype", "N"]).sort_values()
         ties = best[best <= best.iloc[0] * (1 + TIE_PCT / 100)]
-        text = (f"{best.index[0]} ({fixed(best.iloc[0], 3)}$\\times$)" if len(ties) == 1 else
-                f"{' or '.join(ties.index)} ({fixed(ties.iloc[0], 3)}--{fixed(ties.iloc[-1], 3)}$\\times$)")
+        lo, hi = fixed(ties.iloc[0], 3), fixed(ties.iloc[-1], 3)
+        text = (f"{best.index[0]} ({lo}$\\times$)" if len(ties) == 1 else
+                f"{' or '.join(ties.index)} ({lo if lo == hi else f'{lo}--{hi}'}$\\times$)")
         v.put("gbest", n, DTYPES[dt], text)
         (met if best.iloc[0] <= GOAL_X else missed).setdefault(DTYPES[dt], []).append(str(n))
     for dt in DTYPES.values():
