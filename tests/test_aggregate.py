@@ -338,3 +338,29 @@ def test_a_paper_row_on_another_gpu_than_cudnn_is_refused():
     with pytest.raises(aggregate.DataError, match="run-x2 v8 on GPU-b, cuDNN on GPU-a"):
         aggregate.check_ratio_gpus(pr)
     aggregate.check_ratio_gpus(pr.assign(paper_row=[True, True, False]))
+
+
+def test_a_runs_entry_order_is_read_from_the_order_its_rows_were_timed(tmp_path):
+    """runs.csv's entry_order: 'fixed' where repeat 1 timed a shape's entries as repeat 0 did, 'alternating' where in
+    reverse (pipeline.plan.timing_order, from run-33's bench on), '' where no shape says; the method's phrase."""
+    values = step("paper/values/stages")
+    shape = dict(B=2, H=16, H_kv=8, D=128, dtype="float16", causal=True)
+
+    def timings(name, orders):
+        rows = [dict(key=f"{k}@{n}", repeat=r, N=n, **shape) for r, keys in enumerate(orders)
+                for n in (512, 1024) for k in keys]
+        path = tmp_path / name / "timings.csv"
+        path.parent.mkdir()
+        pd.DataFrame(rows).to_csv(path, index=False)
+        return path
+
+    assert aggregate.entry_order([timings("a", [["x", "y", "z"], ["x", "y", "z"]])]) == "fixed"
+    assert aggregate.entry_order([timings("b", [["x", "y", "z"], ["z", "y", "x"], ["x", "y", "z"]])]) == "alternating"
+    assert aggregate.entry_order([timings("c", [["x", "y", "z"], ["y", "x", "z"]])]) == ""
+    assert aggregate.entry_order([timings("d", [["x"], ["x"]])]) == ""             # one entry a shape: nothing to tell
+    assert aggregate.entry_order([timings("e", [["x", "y"], ["x", "y"]]),
+                                  timings("f", [["x", "y"], ["y", "x"]])]) == ""    # the sets disagree
+    runs = pd.DataFrame(dict(run=["run-30", "run-31", "run-33"], entry_order=["fixed", "fixed", "alternating"]))
+    assert values.entry_order_phrase(runs.iloc[:2]) == "in every run of this paper in one fixed order within a repeat"
+    phrase = values.entry_order_phrase(runs)
+    assert "run-30 and run-31" in phrase and "reversed every second repeat in run-33" in phrase

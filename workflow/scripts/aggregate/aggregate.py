@@ -707,11 +707,30 @@ def env_files(run) -> list:
     return sorted(p for p in (_SEALED.get(Path(run)) or read_seal(run)) if p.name == "env.json")
 
 
+def entry_order(timings: list) -> str:
+    """How a run's bench ordered the entries of a shape within a repeat, read from its timings files (their rows in
+    the order they were timed): 'alternating' where repeat 1 took every shape's entries in the reverse of repeat 0's
+    order (pipeline.plan.timing_order), 'fixed' where in the same order (the runs up to run-32), '' where no shape
+    had two entries timed in both repeats or the files say neither."""
+    seen = set()
+    for f in timings:
+        t = pd.read_csv(f, usecols=["key", "repeat", "N", "dtype", "H", "H_kv", "D", "causal", "B"])
+        t = t[t.repeat.isin([0, 1])]
+        for _, g in t.groupby(["B", "H", "H_kv", "N", "D", "dtype", "causal"], sort=False):
+            first, second = list(g[g.repeat == 0].key), list(g[g.repeat == 1].key)
+            both = [k for k in first if k in set(second)]
+            if len(both) < 2:
+                continue
+            later = [k for k in second if k in set(both)]
+            seen.add("fixed" if later == both else "alternating" if later == both[::-1] else "other")
+    return seen.pop() if len(seen) == 1 and seen != {"other"} else ""
+
+
 def run_info(run_dirs) -> pd.DataFrame:
     """Per run: when it started (the earliest env.json start), the project's commit(s) it ran, the GPU's L2 size,
-    the UUIDs of the GPUs it recorded, the GPU's compute capability (env.json) and the variants its plan skipped as
+    the UUIDs of the GPUs it recorded, the GPU's compute capability (env.json), the variants its plan skipped as
     that GPU cannot run them (its sealed plan.yaml's record, pipeline.plan.adapt: empty for none, and for the runs
-    sealed before the record)."""
+    sealed before the record) and how its bench ordered a shape's entries within a repeat (entry_order)."""
     from pipeline import plan as plan_lib
 
     rows = []
@@ -724,9 +743,11 @@ def run_info(run_dirs) -> pd.DataFrame:
         commits = sorted({recorded_commit(run, e) or "not recorded" for e in envs})
         l2 = sorted({e["l2_bytes"] for e in envs if e.get("l2_bytes")})
         uuids = sorted({(e.get("start") or {}).get("uuid") for e in envs} - {None, ""})
+        timings = [p for p in listed if p.name == "timings.csv" and p.parent.name.startswith("bench-")]
         rows.append(dict(run=Path(run).name, started=starts[0] if starts else "", commit=" ".join(commits),
                          l2_bytes=l2[0] if len(l2) == 1 else None, gpu_uuids=" ".join(uuids),
-                         capability=capability, skipped=" ".join(arch["skipped"])))
+                         capability=capability, skipped=" ".join(arch["skipped"]),
+                         entry_order=entry_order(sorted(timings))))
     return pd.DataFrame(rows).sort_values("started").reset_index(drop=True)
 
 

@@ -91,7 +91,23 @@ def values(stage_table: Path, headline_median: Path, variation: Path, runs: Path
     two, one = runs_per_gpu_count(r)
     v.macro("NumRunsTwoGpus", two)
     v.macro("RunsOneGpu", one)
+    v.macro("EntryOrderPhrase", entry_order_phrase(r))
     return v
+
+
+def entry_order_phrase(runs: pd.DataFrame) -> str:
+    """How the runs' benches ordered a shape's entries within a repeat (runs.csv's entry_order), as the method says
+    it: every run in one fixed order, or which runs in which (a run whose order the files do not tell is named)."""
+    order = runs.set_index("run").entry_order.astype(str)
+    fixed_runs = sorted(order.index[order == "fixed"], key=run_number)
+    alternating = sorted(order.index[order == "alternating"], key=run_number)
+    unknown = sorted(order.index[~order.isin(["fixed", "alternating"])], key=run_number)
+    if len(fixed_runs) == len(order):
+        return "in every run of this paper in one fixed order within a repeat"
+    parts = ([f"in one fixed order within a repeat in {listing(fixed_runs)}"] if fixed_runs else []) + (
+        [f"each shape's entries reversed every second repeat in {listing(alternating)}"] if alternating else []) + (
+        [f"in an order its files do not tell in {listing(unknown)}"] if unknown else [])
+    return "; ".join(parts)
 
 
 def runs_per_gpu_count(runs: pd.DataFrame) -> tuple:
