@@ -214,6 +214,12 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     n = n[n.instance.isna()].groupby(["variant", "metric"]).value.median()
     v.macro("NcuCudnnBlockThreads", fixed(n[("torch-cudnn", "launch__block_size")]))
     v.macro("NcuCudnnGrid", fixed(n[("torch-cudnn", "launch__grid_size")]))
+    # the measured matrix roof (a dense product timed in the same run) is not a bound: the entries of per_n above it
+    over = p[p.pct_roof > 100]
+    v.macro("RoofOverCount", count_word(len(over)))
+    v.macro("RoofOverMaxPct", fixed(over.pct_roof.max(), 1) if len(over) else "--")
+    v.macro("RoofOverEntries", listing([f"{r.variant} at $N={r.N}$ ({r.dtype}, {r.run})" for r in
+                                        over.sort_values("pct_roof", ascending=False).itertuples()], none="none"))
     return v
 
 
