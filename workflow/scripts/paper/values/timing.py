@@ -47,6 +47,12 @@ def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
         v.put("cross_waived", int(n), "list", listing([f"{r.variant}{f' in {r.run}' if several else ''} "
                                                        f"({r.diff_pct:+.1f}\\%)" for r in g.itertuples()]))
         v.put("cross_waived", int(n), "cycles", f"{fixed(g.cycles_diff_pct.min(), 1)} to {fixed(g.cycles_diff_pct.max(), 1)}")
+        # the same entries in a phrase the text can carry (the table crosscheck_n has them one by one)
+        runs = sorted(set(g.run), key=run_number)
+        v.put("cross_waived", int(n), "summary",
+              f"{len(g)} entries ({listing(sorted(set(g.variant), key=lambda x: (x.startswith('torch'), len(x), x)))}"
+              f" in {runs[0] if len(runs) == 1 else f'{len(runs)} runs, {runs[0]} to {runs[-1]}'}; "
+              f"{g.diff_pct.min():+.1f} to {g.diff_pct.max():+.1f}\\%)")
     # A waived PyTorch kernel of the runs without clocks (the same kernel in every run): the timer's time of it in
     # the first waived run against its range over the runs where it is not waived, and Nsight's time of it in
     # every run.
