@@ -1,9 +1,9 @@
 """What limits the KV loop at long sequences: Nsight Compute on our stages (each at its own tile) and cuDNN at the
 headline layout with N = 4096 and 16384, and at every N of the sweep where the runs profiled it (plan.profile.large_n;
 median over the runs that profiled each): the tensor pipe, instruction issue and resident warps, the L2 hit rate, and
-the warp stalls per issued instruction. One marker per N, each N its own colour and shape; a hollow marker is a single
-run's figure, not a median; under each stage, the number of runs that profiled it. Grey lines part our Triton stages,
-our Gluon stages and cuDNN."""
+the warp stalls per issued instruction by reason (their y axes: stall cycles per issued instruction). One marker per
+N, each N its own colour and shape; a hollow marker is a single run's figure, not a median; under each stage, the
+number of runs that profiled it. Grey lines part our Triton stages, our Gluon stages and cuDNN."""
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -42,7 +42,11 @@ for ax, short in zip(axes.flat, panels):
                            facecolors="white" if one else colors[n], edgecolors=colors[n])
     for x in parts:
         ax.axvline(x, color="0.5", linewidth=1.0, zorder=1)
-    ax.set(title=d.label.iloc[0], xlabel="", ylabel="", ylim=(0, None))
+    # a stall metric (Nsight's ..._per_issue_active.ratio) counts the cycles warps spent stalled for its reason per
+    # instruction issued: its unit on the y axis (the other panels' unit, %, is in their titles)
+    unit = "stall cycles per issued instruction" if d.metric.iloc[0].endswith("_per_issue_active.ratio") else ""
+    ax.set(title=d.label.iloc[0], xlabel="", ylim=(0, None))
+    ax.set_ylabel(unit, fontsize=7)
     ax.title.set_fontsize(8)
     ax.set_xticks(range(len(order)), ticks)
     ax.set_xlim(-0.6, len(order) - 0.4)

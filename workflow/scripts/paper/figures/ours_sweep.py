@@ -1,14 +1,15 @@
 """Against sequence length, float16 (solid) and bfloat16 (dashed), at the headline layout: left, the article's last
 stage's, our leading stage's (orange) and our last stage's time over cuDNN's (torch-cudnn) in the same run, the
-kernels alone (per_n.csv's x_cudnn; below 1: faster than cuDNN), our other stages thin and grey behind them; right,
-useful TFLOP/s as a percentage of the dense matrix-product rate measured in the same run and dtype (ceilings). Median
-over runs, bands: lowest to highest run."""
+kernels alone (per_n.csv's x_cudnn; below 1: faster than cuDNN; red dashed line: the goal for our Gluon stages,
+pipeline.selection.GOAL_X), our other stages thin and grey behind them; right, useful TFLOP/s as a percentage of
+the dense matrix-product rate measured in the same run and dtype (ceilings; dotted line: 100%, which a kernel may
+pass, the roof being a measured rate). Median over runs, bands: lowest to highest run."""
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
 from pipeline import plotting as c
-from pipeline.selection import FINAL, OUR_STAGES
+from pipeline.selection import FINAL, GOAL_X, OUR_STAGES
 
 a = c.start(snakemake)  # noqa: F821 (given by Snakemake's script directive)
 p = pd.read_csv(a.input.per_n)
@@ -37,10 +38,24 @@ for ax, col, label in ((left, "x_cudnn", "time / cuDNN's time (same run)"),
     ax.set(xscale="log", xlabel="sequence length N (B=2, H=16, H_kv=8, D=128)", ylabel=label)
     ax.set_xticks(sorted(p.N.unique()), [str(n) for n in sorted(p.N.unique())])
 left.axhline(1.0, color="black", linestyle="--", linewidth=0.8)
+# the Gluon goal (pipeline.selection.GOAL_X: the best Gluon stage at most that times cuDNN's time at every N)
+left.axhline(GOAL_X, color="#d62728", linestyle="--", linewidth=0.9, zorder=1)
 left.set_yscale("log")
+left.set_ylim(0.5, None)
+# its label in the empty band under the lines (they fill 0.75 ... 1.5 at every N), an arrow up to the line
+left.annotate(f"goal for our Gluon stages: {GOAL_X:g} × cuDNN's time", xy=(0.1, GOAL_X), xytext=(0.04, 0.6),
+              xycoords=left.get_yaxis_transform(), textcoords=left.get_yaxis_transform(), fontsize=7,
+              color="#d62728", ha="left", va="center", arrowprops=dict(arrowstyle="->", color="#d62728", lw=0.7))
 left.yaxis.set_minor_formatter(plt.NullFormatter())
 left.set_yticks([0.5, 0.75, 1, 1.5, 2, 3, 4], ["0.5", "0.75", "1", "1.5", "2", "3", "4"])
-right.set_ylim(0, 100)
+# the measured roof is a measured rate, not a bound: a kernel may pass it, so the axis reaches the highest point drawn
+# (a run's figure in the front lines' bands, a median behind them), and a dotted line marks 100%
+drawn = pd.concat([p[p.variant.isin(front)].pct_roof,
+                   p[p.variant.isin(behind)].groupby(["variant", "dtype", "N"]).pct_roof.median()])
+right.set_ylim(0, max(100.0, float(drawn.max())) * 1.04)
+right.axhline(100, color="black", linestyle=":", linewidth=0.8, zorder=1)
+right.text(0.02, 100, "the measured roof (100%)", transform=right.get_yaxis_transform(), ha="left", va="bottom",
+           fontsize=7)
 handles, labels = right.get_legend_handles_labels()
 if behind:
     handles.append(plt.Line2D([], [], color="#b0b0b0", linewidth=0.7))
