@@ -1,14 +1,13 @@
 """The paper's numbers on the Gluon stages as the pipeline measured them (results/aggregate/per_n.csv, the runs that
 timed them: run-18 on): each stage's time over cuDNN's at each N of the sweep and dtype
 (\\val{gx}{<stage>@<N>}{<dtype>}, median over its runs of the within-run ratio), the fastest Gluon stage at each N
-in the newest run (\\val{gbest}{<N>}{<dtype>}), the Gluon leader across lengths (gluon_leader.csv), the lengths where the issue's
-goal (at most GOAL_X times cuDNN's time) is met, each stage's change against the one before it at every N of the
+in the newest run (\\val{gbest}{<N>}{<dtype>}), the Gluon leader across lengths (gluon_leader.csv), each stage's change against the one before it at every N of the
 sweep (\\val{gstep}{<stage>@<N>}{<dtype>}, percent, within each run, median over the runs), the
 time of each Gluon stage's leave-one-out ablations that are no stage against the stage's own
 (\\val{gloo}{<variant>}{pct|run}), the runs that timed
 each stage (\\val{gsruns}{<stage>}{list|first|phrase}), the SM clocks of the newest run's samples
 (\\val{gclock}{<stage>@<N>}{range}), and the runs; at the Qwen3 layouts of the newest run (per_run.csv's qwen3 set,
-float16), the fastest Gluon stage's time over cuDNN's at each layout and N (\\val{gqw}{<H>@<N>}{x|stage}) and where
+float16), the layout furthest from the issue's second goal (GluonQwWorst) and where
 the issue's second goal (at most QW_GOAL_X times cuDNN's time) is met (\\val{gqwgoal}{all}{met|missed})."""
 
 import sys
@@ -54,8 +53,6 @@ def qwen3_goal(v: Values, per_run: Path, run: str, before: str | None) -> None:
         raise ValueError(f"{per_run}: {run} timed no Gluon stage or no cuDNN at the Qwen3 layouts")
     met, missed = [], []
     for x, stage, h, hkv, n in points:
-        v.put("gqw", f"{h}@{n}", "x", fixed(x, 3))
-        v.put("gqw", f"{h}@{n}", "stage", stage)
         (met if x <= QW_GOAL_X else missed).append(f"{h}/{hkv} heads at {n}")
     v.put("gqwgoal", "all", "met", listing(met) if met else "no layout")
     v.put("gqwgoal", "all", "missed", listing(missed) if missed else "no layout")
@@ -117,7 +114,6 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
     # stage that any run timed is timed in it, so no stage is compared with another's runs); a stage within TIE_PCT of
     # it in that run is named beside it.
     newest = max(runs, key=run_number)
-    met, missed = {}, {}
     untimed = sorted(set(g.variant) - set(g[g.run == newest].variant))     # a stage registered since is in no run
     if untimed:
         raise ValueError(f"the newest run {newest} did not time {untimed}, which earlier runs did: the fastest per N "
@@ -130,10 +126,6 @@ def values(per_n: Path, gluon_leader: Path, best_per_n: Path, timings: Path, per
         text = (f"{best.index[0]} ({lo}$\\times$)" if len(ties) == 1 else
                 f"{' or '.join(ties.index)} ({lo if lo == hi else f'{lo}--{hi}'}$\\times$)")
         v.put("gbest", n, DTYPES[dt], text)
-        (met if best.iloc[0] <= GOAL_X else missed).setdefault(DTYPES[dt], []).append(str(n))
-    for dt in DTYPES.values():
-        v.put("ggoal", dt, "met", listing(met.get(dt, [])) if met.get(dt) else "none")
-        v.put("ggoal", dt, "missed", listing(missed.get(dt, [])) if missed.get(dt) else "none")
     v.macro("GluonGoalX", fixed(GOAL_X, 2))
     qwen3_goal(v, per_run, newest, runs[-2] if len(runs) > 1 else None)
     v.macro("GluonTiePct", fixed(TIE_PCT, 0))

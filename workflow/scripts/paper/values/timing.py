@@ -43,9 +43,6 @@ def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
     v.macro("CrossClockWaivedN", listing(sorted({str(int(n)) for n in unexplained.N}, key=int))
             if len(unexplained) else "--")
     for n, g in unexplained.groupby("N"):
-        several = unexplained.run.nunique() > 1      # name each entry's run when the entries are of several runs
-        v.put("cross_waived", int(n), "list", listing([f"{r.variant}{f' in {r.run}' if several else ''} "
-                                                       f"({r.diff_pct:+.1f}\\%)" for r in g.itertuples()]))
         v.put("cross_waived", int(n), "cycles", f"{fixed(g.cycles_diff_pct.min(), 1)} to {fixed(g.cycles_diff_pct.max(), 1)}")
         # the same entries in a phrase the text can carry (the table crosscheck_n has them one by one)
         runs = sorted(set(g.run), key=run_number)
