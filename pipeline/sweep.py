@@ -52,6 +52,9 @@ def best_gluon(t: pd.DataFrame) -> pd.DataFrame:
         kernels = {}
         for stage in (s for s in GLUON_STAGES if (g.variant == s).any()):
             kernels.setdefault(launch_of(stage, d, int(n)), []).append(stage)
+        if not kernels or pd.isna(cudnn):
+            raise ValueError(f"{dtype} N={n}: the sweep timed {'no Gluon stage' if not kernels else 'no cuDNN'} there; "
+                             "the goal compares the fastest Gluon kernel with cuDNN in one sweep")
         x = {"/".join(st): g[g.variant.isin(st)][RATIO_TIME].median() / cudnn for st in kernels.values()}
         stage = min(x, key=x.get)
         out[(dtype, n)] = {"x": x[stage], "stage": stage}

@@ -1,5 +1,6 @@
 """pipeline.sweep: the fastest Gluon kernel of a run's N sweep, stages that launch one kernel pooled."""
 import pandas as pd
+import pytest
 
 from pipeline.selection import RATIO_TIME
 from pipeline.sweep import best_gluon, launch_of
@@ -26,3 +27,10 @@ def test_one_kernel_timed_twice_is_one_entry_with_its_repeats_pooled():
     assert long.stage == "v31/v32" and abs(long.x - 0.91) < 1e-9         # the median of 86, 87, 95, 96: not 0.865
     short = best.loc[("float16", 512)]
     assert short.stage == "v32" and abs(short.x - 0.81) < 1e-9           # two kernels there: the faster one
+
+
+def test_a_length_without_cudnn_or_a_gluon_stage_is_refused_by_name():
+    with pytest.raises(ValueError, match="float16 N=1024: the sweep timed no cuDNN there"):
+        best_gluon(pd.DataFrame(rows(1024, {"v31": [9, 9]})))
+    with pytest.raises(ValueError, match="float16 N=1024: the sweep timed no Gluon stage there"):
+        best_gluon(pd.DataFrame(rows(1024, {"torch-cudnn": [9, 9], "v13": [9, 9]})))
