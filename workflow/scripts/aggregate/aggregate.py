@@ -55,6 +55,7 @@ Writes:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -63,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kernels.shapes import attention_flops
+from kernels.shapes import Shape, attention_flops
 from pipeline import git, gpu_env, gpu_state, keys, run_checks, seal, selection, settle, steady_energy
 from pipeline.kernel_timer import TIMER, is_kernel_name
 
@@ -707,6 +708,9 @@ def env_files(run) -> list:
     return sorted(p for p in (_SEALED.get(Path(run)) or read_seal(run)) if p.name == "env.json")
 
 
+SHAPE_COLUMNS = [f.name for f in dataclasses.fields(Shape)]    # a bench row's shape (B, H, H_kv, N, D, dtype, causal)
+
+
 def entry_order(timings: list) -> str:
     """How a run's bench ordered the entries of a shape within a repeat, read from its timings files (their rows in
     the order they were timed): 'alternating' where repeat 1 took every shape's entries in the reverse of repeat 0's
@@ -714,9 +718,9 @@ def entry_order(timings: list) -> str:
     had two entries timed in both repeats or the files say neither."""
     seen = set()
     for f in timings:
-        t = pd.read_csv(f, usecols=["key", "repeat", "N", "dtype", "H", "H_kv", "D", "causal", "B"])
+        t = pd.read_csv(f, usecols=["key", "repeat", *SHAPE_COLUMNS])
         t = t[t.repeat.isin([0, 1])]
-        for _, g in t.groupby(["B", "H", "H_kv", "N", "D", "dtype", "causal"], sort=False):
+        for _, g in t.groupby(SHAPE_COLUMNS, sort=False):
             first, second = list(g[g.repeat == 0].key), list(g[g.repeat == 1].key)
             both = [k for k in first if k in set(second)]
             if len(both) < 2:

@@ -219,7 +219,7 @@ def values(ours_stages: Path, per_n: Path, leader: Path, best_per_n: Path, per_r
     v.macro("RoofOverCount", count_word(len(over)))
     v.macro("RoofOverMaxPct", fixed(over.pct_roof.max(), 1) if len(over) else "--")
     v.macro("RoofOverEntries", listing([f"{r.variant} at $N={r.N}$ ({r.dtype}, {r.run})" for r in
-                                        over.sort_values("pct_roof", ascending=False).itertuples()], none="none"))
+                                        over.sort_values("pct_roof", ascending=False).itertuples()]))
     return v
 
 

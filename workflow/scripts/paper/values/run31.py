@@ -32,7 +32,7 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import GOAL_X, RATIO_TIME
+from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME
 from pipeline.sweep import best_gluon, medians, predicted, verdict
 
 STAGE, BEFORE, KERNEL_AT_SHORT = "v32", "v31", "v19"   # v32, the stage before it, the kernel it runs at N <= 512
@@ -124,7 +124,7 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
         v.put("p31ncu", f"{STAGE}-{KERNEL_AT_SHORT}@{SHORT_N}", col, f"{change:+.1f}")
     # the goal's points by Nsight's duration instead of the timer (float16, one profile per entry, every cache
     # flushed, on the other GPU): the fastest Gluon kernel (stages that launch one kernel pooled, as best_gluon)
-    dur = nc[nc.metric == NCU["dur"]].assign(dtype="float16", D=128, repeat=0).rename(columns={"value": RATIO_TIME})
+    dur = nc[nc.metric == NCU["dur"]].assign(dtype=HEADLINE["dtype"], D=HEADLINE["D"], repeat=0).rename(columns={"value": RATIO_TIME})
     ncu_best = best_gluon(dur)
     by_n = dur.pivot_table(index="N", columns="variant", values=RATIO_TIME)
     for n, r in by_n.iterrows():

@@ -7,7 +7,13 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.latex import Values, fixed, listing, signed
-from pipeline.selection import FINAL, STAGES, TORCH, run_number
+from pipeline.selection import ALL_STAGES, FINAL, STAGES, TORCH, run_number
+
+
+def in_registry_order(variant: str) -> int:
+    """A variant's place in the registry's stages, then the PyTorch baselines (anything else last)."""
+    order = ALL_STAGES + TORCH
+    return order.index(variant) if variant in order else len(order)
 
 
 def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
@@ -47,7 +53,7 @@ def values(crosscheck: Path, timer_check: Path, launch_cost: Path) -> Values:
         # the same entries in a phrase the text can carry (the table crosscheck_n has them one by one)
         runs = sorted(set(g.run), key=run_number)
         v.put("cross_waived", int(n), "summary",
-              f"{len(g)} entries ({listing(sorted(set(g.variant), key=lambda x: (x.startswith('torch'), len(x), x)))}"
+              f"{len(g)} entries ({listing(sorted(set(g.variant), key=in_registry_order))}"
               f" in {runs[0] if len(runs) == 1 else f'{len(runs)} runs, {runs[0]} to {runs[-1]}'}; "
               f"{g.diff_pct.min():+.1f} to {g.diff_pct.max():+.1f}\\%)")
     # A waived PyTorch kernel of the runs without clocks (the same kernel in every run): the timer's time of it in
