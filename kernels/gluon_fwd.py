@@ -408,6 +408,20 @@ WARP_GREW_ASM = gl.constexpr("{ .reg .pred g, h, a; setp.gt.f32 g, $2, " + _GREW
                              + _GREW_LIMIT + "; or.pred g, g, h; vote.sync.any.pred a, g, 0xffffffff; "
                              "selp.f32 $0, 0f3F800000, 0f00000000, a; mov.b32 $1, $0; }")
 
+# FUSED_EXPONENT (stage v33): the largest |m x qk_scale| (in exp2 units) at which a warp takes FlashAttention's fused
+# exponent fma(s, qk_scale, -m x qk_scale): its error is at most half an ulp of the rounded product, 2^-13 here, a
+# relative error of at most 2^-13 ln 2 (8.5e-5) in a probability, under a sixth of float16's rounding of P (2^-11)
+# and a fiftieth of bfloat16's (2^-8); above it (scores of 2^12 and more in log-2 units, the guard tests' large
+# scores, NO_SCORE, inf, NaN) the warp takes the exact exponent ("The exact exponent" in kernels.launcher)
+FUSED_LIMIT = gl.constexpr(4096.0)
+_FUSED_LIMIT = _f32_literal(FUSED_LIMIT.value)
+# _warp_small's vote over both of a thread's rows ($2, $3: m x qk_scale): 1.0 where every row of the warp is below
+# FUSED_LIMIT in magnitude (a NaN is not), the same for both
+WARP_SMALL_ASM = gl.constexpr("{ .reg .pred g, h, a; .reg .f32 t, u; abs.f32 t, $2; abs.f32 u, $3; "
+                              "setp.lt.f32 g, t, " + _FUSED_LIMIT + "; setp.lt.f32 h, u, " + _FUSED_LIMIT + "; "
+                              "and.pred g, g, h; vote.sync.all.pred a, g, 0xffffffff; "
+                              "selp.f32 $0, 0f3F800000, 0f00000000, a; mov.b32 $1, $0; }")
+
 
 @gluon.constexpr_function
 def _rescale_code(n):
@@ -425,6 +439,27 @@ def _rescale_constraints(n):
     """RARE_RESCALE: ``_rescale_code``'s constraints: n outputs, each tied to its entry of acc, then acc's n
     entries, the n alphas and the n decisions as inputs."""
     return ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (2 * n))
+
+
+@gluon.constexpr_function
+def _exponent_code(n):
+    """FUSED_EXPONENT: the inline asm of a thread's n exponents (its share of a 64-row warpgroup's scores: 64 at a
+    128-key block), computed in place: outputs $0..$n-1 tied to the n scores ($n..), then their rows' maxima m,
+    -m x qk_scale, qk_scale and the warp's decision (``_exponent_constraints``). A uniform branch on the decision
+    (the first entry's: the same in every entry of the warp) takes either one fma per score, FlashAttention's
+    (s x qk_scale - m x qk_scale, the product not rounded), or ``_exponent``'s sub then mul, each rounded (.rn,
+    which ptxas does not contract)."""
+    fused = "".join(f"fma.rn.f32 ${i}, ${i}, ${4 * n + i}, ${3 * n + i}; " for i in range(n))
+    exact = "".join(f"sub.rn.f32 ${i}, ${i}, ${2 * n + i}; mul.rn.f32 ${i}, ${i}, ${4 * n + i}; " for i in range(n))
+    return ("{ .reg .pred p; setp.ne.f32 p, $" + str(5 * n) + ", 0f00000000; @!p bra.uni EXACT${:uid}; " + fused
+            + "bra.uni DONE${:uid}; EXACT${:uid}: " + exact + "DONE${:uid}: }")
+
+
+@gluon.constexpr_function
+def _exponent_constraints(n):
+    """FUSED_EXPONENT: ``_exponent_code``'s constraints: n outputs, each tied to its score, then the n scores, and
+    the maxima, negated scaled maxima, scales and decisions, n each, as inputs."""
+    return ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (4 * n))
 
 
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
@@ -702,7 +737,7 @@ def _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empt
 @gluon.jit
 def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr,
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr,
-                     RARE_RESCALE: gl.constexpr = False):
+                     RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False):
     """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
     probabilities p, the factor alpha by which the output so far is to be rescaled, the new l_i and m_i, and
     whether acc is to be rescaled (1, a scalar; always without RARE_RESCALE).
@@ -713,7 +748,10 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
     in acc, l_i and m_i), so that the branch that skips acc's rescale is uniform in the warp. The exponents are then at most RESCALE_GROWTH: the
     probabilities at most 2^8, which float32 sums and 16-bit P hold without loss, and the largest at least 1 once a
     row has a finite score; a NaN score keeps its row NaN (its exponent is NaN whichever maximum it is taken from),
-    and a row whose scores are all -inf keeps NO_SCORE and probabilities 0."""
+    and a row whose scores are all -inf keeps NO_SCORE and probabilities 0.
+
+    FUSED_EXPONENT (stage v33, with RARE_RESCALE): the exponents by ``_fused_exponent``: one FFMA per score where
+    every row of the warp has |m_i x qk_scale| < FUSED_LIMIT, the exact exponent's FADD and FMUL otherwise."""
     if MASKED:
         start_n = j * BLOCK_N
         cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -728,7 +766,10 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
         warp = _warp_grew(_exponent(m_new, m_i, qk_scale))
         alpha = gl.where(warp != 0, gl.exp2(_exponent(m_i, m_new, qk_scale)), 1.0)
         m_i = gl.where(warp != 0, m_new, m_i)
-        p = gl.exp2(_exponent(s, m_i[:, None], qk_scale))
+        if FUSED_EXPONENT:
+            p = gl.exp2(_fused_exponent(s, m_i, qk_scale))
+        else:
+            p = gl.exp2(_exponent(s, m_i[:, None], qk_scale))
         l_i = l_i * alpha + gl.sum(p, 1)
         rescale = warp
     else:
@@ -771,6 +812,30 @@ def _warp_grew(growth):
 
 
 @gluon.jit
+def _warp_small(scaled_max):
+    """FUSED_EXPONENT: 1.0 in every row of a warp where every row's |m x qk_scale| (scaled_max, either sign) is below
+    FUSED_LIMIT, else 0.0 (a NaN row votes no): one vote over the warp's 16 rows, both of a thread's rows at once
+    (pack=2, as ``_warp_grew``), the same in all its lanes."""
+    return gl.inline_asm_elementwise(WARP_SMALL_ASM, "=r,=r,r,r", [scaled_max], dtype=gl.float32, is_pure=True,
+                                     pack=2)
+
+
+@gluon.jit
+def _fused_exponent(s, m, qk_scale):
+    """FUSED_EXPONENT: the exponents of the scores s against their rows' maxima m, in exp2 units: where every row of
+    the warp has |m x qk_scale| < FUSED_LIMIT (``_warp_small``), FlashAttention's fma(s, qk_scale, -m x qk_scale),
+    one FFMA per score, whose error is at most half an ulp of the rounded m x qk_scale (FUSED_LIMIT's note); else
+    ``_exponent``'s (s - m) x qk_scale, exact for the largest score at any magnitude. The choice is a branch uniform in
+    the warp inside the asm (``_exponent_code``), so that a warp runs one of the two, not both and a select."""
+    neg = m * -qk_scale                   # -(m x qk_scale), rounded once: the fma's addend
+    small = _warp_small(neg)
+    n: gl.constexpr = s.shape[1] // 2     # a thread's scores: half a row's (64 rows, 128 threads)
+    return gl.inline_asm_elementwise(_exponent_code(n), _exponent_constraints(n),
+                                     [s, m[:, None], neg[:, None], qk_scale, small[:, None]],
+                                     dtype=gl.float32, is_pure=True, pack=n)
+
+
+@gluon.jit
 def _take_turn(my_turn, t, TURN_FLIP: gl.constexpr):
     """PINGPONG: wait for this consumer's turn of round t, the other consumer's pass of round t - TURN_FLIP (see
     ``_consumer_pair``'s "The turns")."""
@@ -790,7 +855,8 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
                   HEAD_DIM: gl.constexpr, NUM_STAGES: gl.constexpr,
                   s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr,
                   PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0,
-                  base=0, rbase=0, PAIRED_CVT: gl.constexpr = False, RARE_RESCALE: gl.constexpr = False):
+                  base=0, rbase=0, PAIRED_CVT: gl.constexpr = False, RARE_RESCALE: gl.constexpr = False,
+                  FUSED_EXPONENT: gl.constexpr = False):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -833,7 +899,7 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
     s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
     mbarrier.arrive(k_empty.index(slot))
     p, alpha, l_i, m_i, rescale = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M,
-                                                   BLOCK_N, s_layout, RARE_RESCALE)
+                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT)
     if not PAIRED_CVT:
         p_op = _operand(p, dtype, p_layout)
     # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
@@ -857,7 +923,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               SOFTMAX_OVERLAP: gl.constexpr = False, l_buf=None, PINGPONG: gl.constexpr = False, my_turn=None,
               next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
               q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False,
-              RARE_RESCALE: gl.constexpr = False):
+              RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -894,7 +960,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         s0 = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
         mbarrier.arrive(k_empty.index(base % NUM_STAGES))
         p, alpha, l_i, m_i, rescale = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL,
-                                                       BLOCK_M, BLOCK_N, s_layout, RARE_RESCALE)
+                                                       BLOCK_M, BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT)
         p_op = p if PAIRED_CVT else _operand(p, dtype, p_layout)     # PAIRED_CVT: converted in the step that uses it
         for j in range(1, n_free):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
@@ -902,14 +968,14 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE)
+                                                       RARE_RESCALE, FUSED_EXPONENT)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE)
+                                                       RARE_RESCALE, FUSED_EXPONENT)
         if PERSISTENT:
             mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
         last = base + n_total - 1           # the ring's block of the last key block
@@ -1271,7 +1337,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
                          PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr,
                          SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False,
-                         RARE_RESCALE: gl.constexpr = False):
+                         RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1312,7 +1378,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                   n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
                   PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem,
-                  PAIRED_CVT, RARE_RESCALE)
+                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT)
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
@@ -1333,7 +1399,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     PINGPONG: gl.constexpr = False, PERSISTENT: gl.constexpr = False,
                     SECTIONS: gl.constexpr = False, FOLD: gl.constexpr = False,
                     LEAN_BARRIERS: gl.constexpr = "", PAIRED_CVT: gl.constexpr = False,
-                    RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0):
+                    RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0,
+                    FUSED_EXPONENT: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1363,11 +1430,14 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     paired conversion each (``_operand``).
     RARE_RESCALE (with PAIRED_CVT): each consumer rescales its l_i and acc only in the steps where some row's maximum
     grew by more than RESCALE_GROWTH (``_overlap_softmax``).
+    FUSED_EXPONENT (with RARE_RESCALE; stage v33): the consumers' exponents by one FFMA per score where a warp's rows'
+    scaled maxima are below FUSED_LIMIT, the exact exponent otherwise (``_fused_exponent``).
     SNAKE_SMS (without PERSISTENT; stage v32's small_n_tile): the GPU's SMs, or 0 (off): the programs, in launch
     order, are dealt the query blocks heaviest first in waves of SNAKE_SMS, every second wave in reverse
     (``_snake_block``), so that the SM that took a wave's heaviest block is dealt the next wave's lightest.
     """
     gl.static_assert(PAIRED_CVT or not RARE_RESCALE, "RARE_RESCALE is built on PAIRED_CVT")
+    gl.static_assert(RARE_RESCALE or not FUSED_EXPONENT, "FUSED_EXPONENT is built on RARE_RESCALE")
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
     if LEAN_BARRIERS != "":
@@ -1502,12 +1572,12 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
@@ -1653,7 +1723,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-                paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0) -> dict:
+                paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
+                fused_exponent: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1689,6 +1760,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if rare_rescale and not paired_cvt:
         raise ValueError("rare_rescale (the Gluon kernel's RARE_RESCALE) needs paired_cvt: it skips that kernel's "
                          "rescales")
+    if fused_exponent and not rare_rescale:
+        raise ValueError("fused_exponent (the Gluon kernel's FUSED_EXPONENT) needs rare_rescale: it computes that "
+                         "kernel's exponents against its kept maxima")
     if snake_sms and (persistent or snake_sms < 0):
         raise ValueError(f"snake_sms (the Gluon kernel's SNAKE_SMS, {snake_sms!r}) deals a grid of one program per "
                          f"query block over the GPU's SMs: give their number, without persistent")
@@ -1704,7 +1778,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 SOFTMAX_OVERLAP=bool(softmax_overlap), REGISTER_REALLOC=bool(register_realloc),
                 SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
                 SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
-                PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale), SNAKE_SMS=int(snake_sms))
+                PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale), SNAKE_SMS=int(snake_sms),
+                FUSED_EXPONENT=bool(fused_exponent))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1809,7 +1884,8 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-                paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0):
+                paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
+                fused_exponent: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1836,7 +1912,8 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                          producer_warp=producer_warp, two_consumers=two_consumers, softmax_overlap=softmax_overlap,
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
                          persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
-                         paired_cvt=paired_cvt, rare_rescale=rare_rescale, snake_sms=snake_sms)
+                         paired_cvt=paired_cvt, rare_rescale=rare_rescale, snake_sms=snake_sms,
+                         fused_exponent=fused_exponent)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1901,7 +1978,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
             sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-            paired_cvt: bool = False, rare_rescale: bool = False):
+            paired_cvt: bool = False, rare_rescale: bool = False, fused_exponent: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -1910,6 +1987,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    rare_rescale = rare_rescale or fused_exponent
     paired_cvt = paired_cvt or rare_rescale
     persistent = persistent or sections or fold or lean_barriers or paired_cvt
     split_consumers = split_consumers or pingpong or persistent
@@ -1929,7 +2007,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
                        softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
-                       lean_barriers, paired_cvt, rare_rescale)
+                       lean_barriers, paired_cvt, rare_rescale, fused_exponent=fused_exponent)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

@@ -262,6 +262,14 @@ GLUON: Mapping[str, Switch] = {
                "blocks heaviest first in waves of one per SM, every second wave in reverse (a snake), so that an "
                "SM's two programs are a heavy and a light block; above 512 the persistent kernel of v31",
                "", requires=("rare_rescale",)),
+        Switch("fused_exponent", "v33",
+               "in the persistent kernel's consumers (v32 above N = 512), each score's exponent by FlashAttention's "
+               "one FFMA, s x scale - m x scale with m x scale rounded once per row, in a step where every row of the "
+               "warp has |m x scale| below 2^12 in exp2 units (one vote per warp and step, a branch uniform in the "
+               "warp), where the exact exponent (s - m) x scale, kept for larger maxima, takes an FADD and an FMUL: "
+               "64 fewer instructions per consumer thread and step at a 64x128 block of scores, and an error in each "
+               "exponent of at most 2^-13, under a sixth of float16's rounding of P",
+               "FUSED_EXPONENT", requires=("rare_rescale",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

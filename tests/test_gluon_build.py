@@ -118,6 +118,11 @@ LEAN_LOOPED = ["lean-" + name.removeprefix("fold-") for name in FOLD_LOOPED]
 PAIRED_CONFIGS = {"pair-" + name.removeprefix("lean-"): c for name, c in LEAN_CONFIGS.items()}
 # The kernel with RARE_RESCALE (stage v31, on PAIRED_CVT): v30's configurations with the conditional rescale.
 RARE_CONFIGS = {"rare-" + name.removeprefix("pair-"): c for name, c in PAIRED_CONFIGS.items()}
+# The kernel with FUSED_EXPONENT (stage v33, on RARE_RESCALE): v31's configurations with the fused exponent.
+FUSED_CONFIGS = {"fused-" + name.removeprefix("rare-"): c for name, c in RARE_CONFIGS.items()}
+# The stack FUSED_EXPONENT's build takes (bytes): ptxas keeps a few of the prologue's scalars there (stored before
+# the KV loops, loaded after them), where v31's build kept them in registers; none inside a KV loop.
+FUSED_STACK_BYTES = 24
 # The kernel with SNAKE_SMS (stage v32's small_n_tile, on v19's kernel): v19's configurations of 64-row tiles with
 # its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
 SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
@@ -150,7 +155,8 @@ _COMPILE = textwrap.dedent("""
                             persistent=bool(later[3:] and later[3]), sections=bool(later[4:] and later[4]),
                             fold=bool(later[5:] and later[5]), lean_barriers=bool(later[6:] and later[6]),
                             paired_cvt=bool(later[7:] and later[7]), rare_rescale=bool(later[8:] and later[8]),
-                            snake_sms=int(later[9]) if later[9:] else 0)
+                            snake_sms=int(later[9]) if later[9:] else 0,
+                            fused_exponent=bool(later[10:] and later[10]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -219,6 +225,8 @@ def built(tmp_path_factory):
                   for name, c in PAIRED_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True]
                   for name, c in RARE_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True]
+                  for name, c in FUSED_CONFIGS.items()},
                **{name: [*CONFIGS[plain], False, False, False, "", False, False, False, False, False, False, False,
                          False, False, SNAKE_SMS] for name, plain in SNAKE_CONFIGS.items()}}
     source = verified_source(out / "sources")
@@ -1454,6 +1462,46 @@ def test_rare_rescale_skips_accs_rescale_behind_a_vote(built, name):
         assert len(loops) == 4
         for body in loops:
             assert len([t for t in body if t.startswith("VOTE.ANY")]) == 1
+            assert_overlapped_step(body, name, D, bn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# FUSED_EXPONENT (stage v33): one FFMA per score behind a warp's vote, the exact exponent kept for large maxima
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", FUSED_CONFIGS)
+def test_fused_exponent_takes_one_ffma_per_score_behind_a_vote(built, name):
+    """v31's registers, products, exponentials, conversions, loads, stores and barriers; nothing spilled inside the
+    KV loops (ptxas keeps at most FUSED_STACK_BYTES of the prologue's scalars on the stack, stored before the loops
+    and loaded after them, where v31 kept them in registers); in each KV loop one more vote (VOTE.ALL, the warp's
+    rows all below FUSED_LIMIT) beside v31's VOTE.ANY, and a predicated forward branch that jumps over exactly the
+    fused path, one FFMA per score of a thread (BLOCK_N / 2) and the jump past the exact path, which follows it:
+    an FADD and an FMUL per score; the overlap kept."""
+    shape, _, _, _, bn, _ = FUSED_CONFIGS[name]
+    m, v31 = built[name], built["rare-" + name.removeprefix("fused-")]
+    assert m["registers"] == v31["registers"]
+    assert m["stack"] <= FUSED_STACK_BYTES and m["local"] == 0
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "F2FP", "VOTE.ANY"):
+        assert m["mix"].get(op, 0) == v31["mix"].get(op, 0), op
+    if shape[3] > 1:
+        D, n = shape[4], bn // 2
+        ins = _instructions(m["sass"])
+        fused = []
+        for lo, hi in _skips(m["sass"]):
+            body = [(a, t) for a, t in ins if lo <= a <= hi]
+            if len(body) == n + 1 and all(t.startswith("FFMA") for _, t in body[:-1]) and body[-1][1].startswith("BRA"):
+                done = int(body[-1][1].rsplit("0x", 1)[1], 16)
+                exact = [t.split()[0] for a, t in ins if hi < a < done]
+                fused.append(sorted(exact))
+        assert fused and all(e == sorted(["FADD"] * n + ["FMUL"] * n) for e in fused), fused
+        loops, v31_loops = kv_loops(m["sass"]), kv_loops(v31["sass"])
+        assert len(loops) == len(v31_loops) == 4
+        for body, v31_body in zip(loops, v31_loops):
+            assert len([t for t in body if t.startswith("VOTE.ALL")]) == 1
+            assert len([t for t in body if t.startswith("VOTE.ANY")]) == 1
+            assert not [t for t in body if t.startswith(("STL", "LDL"))]
+            ffma = [t for t in body if t.startswith("FFMA")]
+            assert len(ffma) == n + len([t for t in v31_body if t.startswith("FFMA")])
             assert_overlapped_step(body, name, D, bn)
 
 
