@@ -414,6 +414,13 @@ WARP_GREW_ASM = gl.constexpr("{ .reg .pred g, h, a; setp.gt.f32 g, $2, " + _GREW
 # and a fiftieth of bfloat16's (2^-8); above it (scores of 2^12 and more in log-2 units, the guard tests' large
 # scores, NO_SCORE, inf, NaN) the warp takes the exact exponent ("The exact exponent" in kernels.launcher)
 FUSED_LIMIT = gl.constexpr(4096.0)
+# FUSED_EXPONENT's build spills, where v31's does not: ptxas keeps a few of a consumer's scalars (thread-index
+# values set before the KV loops and read after them) on the stack, stored once and loaded after the loops, at most
+# this many bytes (24 at D = 128, 8 at D = 64), none inside a KV loop (tests/test_gluon_build.py, tests/test_build.py).
+# It is not register pressure (the build's live registers peak at 206 of the consumers' 240, and D = 64 spills too)
+# but the asm's branch: neither a merged vote, the exponentials inside the asm, two branches instead of one, nor the
+# first block's exponent left exact removed it.
+FUSED_STACK_BYTES = 24
 _FUSED_LIMIT = _f32_literal(FUSED_LIMIT.value)
 # _warp_small's vote over both of a thread's rows ($2, $3: m x qk_scale): 1.0 where every row of the warp is below
 # FUSED_LIMIT in magnitude (a NaN is not), the same for both

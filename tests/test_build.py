@@ -53,13 +53,17 @@ def at(stages, variant, arch=90, tile=None):
 
 @pytest.mark.parametrize("arch", [90, 89])
 def test_every_stage_compiles(stages, arch):
-    """Every stage compiles for the H200 without spilling; on sm_89, the article's stages do (ours are for Hopper)."""
+    """Every stage compiles for the H200 without spilling, but for the few stores of a consumer's scalars outside
+    the KV loops that fused_exponent's build makes (kernels.gluon_fwd.FUSED_STACK_BYTES; tests/test_gluon_build.py
+    holds its loops free of them); on sm_89, the article's stages do (ours are for Hopper)."""
+    from kernels.gluon_fwd import FUSED_STACK_BYTES
     from kernels.stages import ARTICLE_STAGES
     for v in (STAGES if arch == 90 else ARTICLE_STAGES):
         m = at(stages, v, arch)
         assert m["compiles"] == 1, m["note"]
         assert m["registers"] > 0 and m["sass_instructions"] > 0 and m["shared_bytes"] > 0
-        assert m["spill_stores"] == 0 and m["local_bytes"] == 0, f"{v} spills on sm_{arch}"
+        allowed = FUSED_STACK_BYTES // 4 if "fused_exponent" in STAGES[v].switches else 0
+        assert m["spill_stores"] <= allowed and m["local_bytes"] == 0, f"{v} spills on sm_{arch}"
 
 
 def test_artifacts_written(stages):
@@ -159,7 +163,9 @@ def test_host_descriptors_drop_the_per_program_descriptor_setup(stages):
 def exponent_chains(ptx: str) -> list:
     """For each ex2.approx in a PTX listing, the opcodes that compute its input, innermost last: the instruction
     that defines the input, then (for a subtraction) the one that defines its first operand. A multiplication by
-    log2(e) (0f3FB8AA3B, tl.exp's lowering) and moves are looked through."""
+    log2(e) (0f3FB8AA3B, tl.exp's lowering) and moves are looked through. fused_exponent's asm (one line: an fma per
+    score, or behind the warp's vote the exact arm) stands for its exact arm, which must define every output the
+    fused arm does."""
     import re
     chains = []
     for function in re.split(r"\n\s*\.(?:visible\s+|weak\s+)?(?:entry|func)\b", ptx):   # registers are per function
@@ -181,6 +187,16 @@ def _exponent_chains_of(function: str) -> list:
         return op, args
 
     for line in function.splitlines():
+        exact = re.search(r"\bEXACT\w*:(.*?)DONE\w*:", line)
+        if exact:   # fused_exponent's asm (kernels.gluon_fwd._exponent_code): the exact arm defines each output
+            fused = set(re.findall(r"fma\.rn\.f32 (%r\d+), (?:%r\d+), %r\d+, %r\d+;", line))
+            arm = re.findall(r"sub\.rn\.f32 (%r\d+), (%r\d+), (%r\d+); mul\.rn\.f32 (%r\d+), (%r\d+), (%r\d+);",
+                             exact.group(1))
+            assert arm and {out for out, *_ in arm} == fused, line[:200]
+            for out, s, m_, out2, _, scale in arm:
+                defs[out + "~sub"] = ("sub.rn.f32", [s, m_])
+                defs[out] = ("mul.rn.f32", [out + "~sub", scale])
+            continue
         m = re.match(r"\s*(?:@%p\d+\s+)?([a-z][a-z0-9.]*)\s+(%r\d+),\s*(.*);", line)
         if not m:
             continue
@@ -199,7 +215,8 @@ def test_every_exponent_is_the_difference_from_the_maximum_then_scaled(stages):
     (s - m) * scale, a multiplication (mul.f32) of a subtraction (sub.f32), for the probabilities and the rescale
     factors alike (tl.exp's own multiplication by log2(e) looked through), and no minimum clamps it. FlashAttention's
     fused fma(s, scale, -m), the article's and ours up to run-28, would show as an fma.rn.f32 (and run-28's clamp as
-    min.NaN.f32 before every exponential)."""
+    min.NaN.f32 before every exponential). fused_exponent (v33) takes that fma where a warp's rows' |m x scale| are
+    below 2^12 and keeps this exponent for the rest: its asm is read as its exact arm (``exponent_chains``)."""
     for v in STAGES:
         ptx = (artifacts(v) / "kernel.ptx").read_text()
         chains = exponent_chains(ptx)

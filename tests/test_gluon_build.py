@@ -120,9 +120,6 @@ PAIRED_CONFIGS = {"pair-" + name.removeprefix("lean-"): c for name, c in LEAN_CO
 RARE_CONFIGS = {"rare-" + name.removeprefix("pair-"): c for name, c in PAIRED_CONFIGS.items()}
 # The kernel with FUSED_EXPONENT (stage v33, on RARE_RESCALE): v31's configurations with the fused exponent.
 FUSED_CONFIGS = {"fused-" + name.removeprefix("rare-"): c for name, c in RARE_CONFIGS.items()}
-# The stack FUSED_EXPONENT's build takes (bytes): ptxas keeps a few of the prologue's scalars there (stored before
-# the KV loops, loaded after them), where v31's build kept them in registers; none inside a KV loop.
-FUSED_STACK_BYTES = 24
 # The kernel with SNAKE_SMS (stage v32's small_n_tile, on v19's kernel): v19's configurations of 64-row tiles with
 # its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
 SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
@@ -1472,11 +1469,12 @@ def test_rare_rescale_skips_accs_rescale_behind_a_vote(built, name):
 @pytest.mark.parametrize("name", FUSED_CONFIGS)
 def test_fused_exponent_takes_one_ffma_per_score_behind_a_vote(built, name):
     """v31's registers, products, exponentials, loads, stores and barriers (and in the KV loops its conversions);
-    nothing spilled inside the KV loops (ptxas keeps at most FUSED_STACK_BYTES of the prologue's scalars on the
-    stack, stored before the loops and loaded after them, where v31 kept them in registers); in each KV loop one more vote (VOTE.ALL, the warp's
+    nothing spilled inside the KV loops (ptxas keeps at most kernels.gluon_fwd.FUSED_STACK_BYTES of a consumer's
+    scalars on the stack, stored before the loops and loaded after them, where v31 kept them in registers); in each KV loop one more vote (VOTE.ALL, the warp's
     rows all below FUSED_LIMIT) beside v31's VOTE.ANY, and a predicated forward branch that jumps over exactly the
     fused path, one FFMA per score of a thread (BLOCK_N / 2) and the jump past the exact path, which follows it:
     an FADD and an FMUL per score; the overlap kept."""
+    from kernels.gluon_fwd import FUSED_STACK_BYTES
     shape, _, _, _, bn, _ = FUSED_CONFIGS[name]
     m, v31 = built[name], built["rare-" + name.removeprefix("fused-")]
     assert m["registers"] == v31["registers"]
