@@ -18,7 +18,9 @@ makes the two consumers take turns at issuing their products: see "Ping-pong". P
 stage v26, built with PINGPONG) gives each SM one program that loops over the tiles: see "A persistent grid".
 SECTIONS (on PERSISTENT, stage v27) takes its tiles in sections of a few K/V heads: see "Sections of K/V heads".
 PAIRED_CVT (on PERSISTENT, stage v30, built with v29's switches) converts the probabilities into the P V product's
-16-bit operand two at a time, at the start of the step that multiplies them (``_operand``).
+16-bit operand two at a time, at the start of the step that multiplies them (``_operand``). RARE_RESCALE (stage v31)
+rescales only where a row's maximum grew by more than 2^8, and FUSED_EXPONENT (stage v33) computes the exponents
+by one FFMA each where a warp's maxima are small (``_overlap_softmax``).
 
 The algorithm
 -------------
@@ -44,6 +46,11 @@ exactly 0, with no clamp: FlashAttention's fma(s, qk_scale, -m) against a rounde
 score's exponent up to half a unit in the last place of m above or below 0, which from |m| >= 2^28 overflows the
 16-bit probabilities or underflows the largest (issue 22; ``kernels.flash_fwd``'s notes say more). A NaN score
 keeps its row NaN, as in PyTorch.
+
+FUSED_EXPONENT (stage v33, in the persistent kernel's consumers) takes FlashAttention's fma back where it is
+harmless: in a step where every row of a warp has |m x qk_scale| < FUSED_LIMIT (2^12), the half ulp of the rounded
+scaled maximum is at most 2^-13 in the exponent, and the warp takes one FFMA per score; otherwise the exponent above
+(``_fused_exponent``).
 
 The host folds log2(e) into ``qk_scale`` (softmax scale x log2(e)), so the exponential is the hardware's base-2
 one and the scale costs one FMUL per score. Query head h reads key/value head

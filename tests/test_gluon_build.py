@@ -666,7 +666,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 18 and attrs      # the eighteen constexprs; N, H divisible by 16
+    assert len(constexprs) == 19 and attrs      # the nineteen constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
@@ -675,12 +675,15 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
                                    "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC", "SPLIT_CONSUMERS",
                                    "PINGPONG", "PERSISTENT", "SECTIONS", "FOLD", "LEAN_BARRIERS", "PAIRED_CVT",
-                                   "RARE_RESCALE", "SNAKE_SMS"]
+                                   "RARE_RESCALE", "SNAKE_SMS", "FUSED_EXPONENT"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert args["SOFTMAX_OVERLAP"] is False and args["SPLIT_CONSUMERS"] is False and args["PINGPONG"] is False
     assert args["LEAN_BARRIERS"] == ""          # off: no mark, and the PTX stage leaves the kernel as it was
     assert args["PAIRED_CVT"] is False and args["RARE_RESCALE"] is False and args["SNAKE_SMS"] == 0
+    assert args["FUSED_EXPONENT"] is False
+    with pytest.raises(ValueError, match="fused_exponent .* needs rare_rescale"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, fused_exponent=True)
     assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, producer_warp=True)["PRODUCER_WARP"]
     two = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True, two_consumers=True)
     assert two["TWO_CONSUMERS"] and two["PRODUCER_WARP"] and two["BLOCK_M"] == 128
