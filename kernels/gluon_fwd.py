@@ -417,8 +417,8 @@ WARP_GREW_ASM = gl.constexpr("{ .reg .pred g, h, a; setp.gt.f32 g, $2, " + _GREW
 
 # FUSED_EXPONENT (stage v33): the largest |m x qk_scale| (in exp2 units) at which a warp takes FlashAttention's fused
 # exponent fma(s, qk_scale, -m x qk_scale): its error is at most half an ulp of the rounded product, 2^-13 here, a
-# relative error of at most 2^-13 ln 2 (8.5e-5) in a probability, under a sixth of float16's rounding of P (2^-11)
-# and a fiftieth of bfloat16's (2^-8); above it (scores of 2^12 and more in log-2 units, the guard tests' large
+# relative error of at most about 2^-13 ln 2 (8.5e-5) in a probability (with the fma's own rounding, at most 2^-24
+# of the exponent), about a sixth of float16's rounding of P (2^-11) and a fortieth of bfloat16's (2^-8); above it (scores of 2^12 and more in log-2 units, the guard tests' large
 # scores, NO_SCORE, inf, NaN) the warp takes the exact exponent ("The exact exponent" in kernels.launcher)
 FUSED_LIMIT = gl.constexpr(4096.0)
 # FUSED_EXPONENT's build spills, where v31's does not: ptxas keeps a few of a consumer's scalars (thread-index
@@ -843,6 +843,7 @@ def _fused_exponent(s, m, qk_scale):
     the warp inside the asm (``_exponent_code``), so that a warp runs one of the two, not both and a select."""
     neg = m * -qk_scale                   # -(m x qk_scale), rounded once: the fma's addend
     small = _warp_small(neg)
+    gl.static_assert(s.shape[0] == 64, "FUSED_EXPONENT: one warpgroup's 64 rows of scores (128 threads)")
     n: gl.constexpr = s.shape[1] // 2     # a thread's scores: half a row's (64 rows, 128 threads)
     return gl.inline_asm_elementwise(_exponent_code(n), _exponent_constraints(n),
                                      [s, m[:, None], neg[:, None], qk_scale, small[:, None]],
@@ -1452,6 +1453,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     """
     gl.static_assert(PAIRED_CVT or not RARE_RESCALE, "RARE_RESCALE is built on PAIRED_CVT")
     gl.static_assert(RARE_RESCALE or not FUSED_EXPONENT, "FUSED_EXPONENT is built on RARE_RESCALE")
+    gl.static_assert(PERSISTENT or not FUSED_EXPONENT, "FUSED_EXPONENT: the persistent kernel's 64-row consumers")
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
     if LEAN_BARRIERS != "":

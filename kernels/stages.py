@@ -268,7 +268,7 @@ GLUON: Mapping[str, Switch] = {
                "warp has |m x scale| below 2^12 in exp2 units (one vote per warp and step, a branch uniform in the "
                "warp), where the exact exponent (s - m) x scale, kept for larger maxima, takes an FADD and an FMUL: "
                "64 fewer instructions per consumer thread and step at a 64x128 block of scores, and an error in each "
-               "exponent of at most 2^-13, under a sixth of float16's rounding of P",
+               "exponent of about 2^-13 at most, about a sixth of float16's rounding of P",
                "FUSED_EXPONENT", requires=("rare_rescale",)),
     )
 }

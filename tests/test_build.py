@@ -189,11 +189,16 @@ def _exponent_chains_of(function: str) -> list:
     for line in function.splitlines():
         exact = re.search(r"\bEXACT\w*:(.*?)DONE\w*:", line)
         if exact:   # fused_exponent's asm (kernels.gluon_fwd._exponent_code): the exact arm defines each output
-            fused = set(re.findall(r"fma\.rn\.f32 (%r\d+), (?:%r\d+), %r\d+, %r\d+;", line))
+            fused = {out: (a, scale, addend) for out, a, scale, addend in
+                     re.findall(r"fma\.rn\.f32 (%r\d+), (%r\d+), (%r\d+), (%r\d+);", re.split(r"\bEXACT\w*:", line)[0])}
             arm = re.findall(r"sub\.rn\.f32 (%r\d+), (%r\d+), (%r\d+); mul\.rn\.f32 (%r\d+), (%r\d+), (%r\d+);",
                              exact.group(1))
-            assert arm and {out for out, *_ in arm} == fused, line[:200]
-            for out, s, m_, out2, _, scale in arm:
+            assert arm and {out for out, *_ in arm} == set(fused), line[:200]
+            for out, s, m_, out2, a, scale in arm:
+                # in place, as the fused arm: (s - m) x scale from the score in the output's own register, the same
+                # scale as the fma's, and a maximum that is not the fma's addend (-m x scale)
+                f_s, f_scale, f_addend = fused[out]
+                assert s == out == out2 == a == f_s and scale == f_scale and m_ != f_addend, line[:200]
                 defs[out + "~sub"] = ("sub.rn.f32", [s, m_])
                 defs[out] = ("mul.rn.f32", [out + "~sub", scale])
             continue

@@ -124,9 +124,9 @@ FUSED_CONFIGS = {"fused-" + name.removeprefix("rare-"): c for name, c in RARE_CO
 # its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
 SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
                                                       "64x128s2")}
-# the persistent kernels (v26 to v31)
+# the persistent kernels (v26 to v31, and v33)
 PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS,
-                   **RARE_CONFIGS}
+                   **RARE_CONFIGS, **FUSED_CONFIGS}
 # the three partitions with setmaxnreg (v24 to v29)
 SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
@@ -905,13 +905,16 @@ def test_register_realloc_needs_softmax_overlap_and_takes_its_tiles_only():
 def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_serialized_mmas(built, name):
     """168 registers per thread at launch (12 warps, one program per SM), three partitions (consumer 0 the default,
     a 4-warp consumer 1 and the 1-warp producer), setmaxnreg raising consumer 1 to 240 and lowering the producer's
-    warpgroup to 24, no spills, and no serialized warpgroup MMA although consumer 1's MMAs are in a worker partition
+    warpgroup to 24, no spills (v33: at most kernels.gluon_fwd.FUSED_STACK_BYTES outside its KV loops), and no serialized warpgroup MMA although consumer 1's MMAs are in a worker partition
     (v23's premise was that they would be)."""
-    from kernels.gluon_fwd import SPLIT_CONSUMERS_MAXNREG, SPLIT_CONSUMERS_REGISTERS
+    from kernels.gluon_fwd import FUSED_STACK_BYTES, SPLIT_CONSUMERS_MAXNREG, SPLIT_CONSUMERS_REGISTERS
     m = built[name]
     assert m["registers"] == SPLIT_CONSUMERS_MAXNREG and m["num_warps"] == 12
-    assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0
-    assert "0 bytes spill stores, 0 bytes spill loads" in m["ptxas"]
+    if name in FUSED_CONFIGS:       # v33: a few scalars outside the KV loops (its own test holds the loops free)
+        assert m["local"] == 0 and m["stack"] <= FUSED_STACK_BYTES
+    else:
+        assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0
+        assert "0 bytes spill stores, 0 bytes spill loads" in m["ptxas"]
     assert "serialized" not in m["ptxas"] and "C7512" not in m["ptxas"], m["ptxas"]
     ttgir = m["ttgir"]
     assert ttgir.count("ttg.warp_specialize(") == 1
@@ -1057,7 +1060,8 @@ def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, na
     code), and one more mbarrier than v25, Q's "empty", counting the two consumers' releases."""
     shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
     m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")
-                                .removeprefix("lean-").removeprefix("pair-").removeprefix("rare-")]
+                                .removeprefix("lean-").removeprefix("pair-").removeprefix("rare-")
+                                .removeprefix("fused-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
