@@ -19,8 +19,9 @@ stage v26, built with PINGPONG) gives each SM one program that loops over the ti
 SECTIONS (on PERSISTENT, stage v27) takes its tiles in sections of a few K/V heads: see "Sections of K/V heads".
 PAIRED_CVT (on PERSISTENT, stage v30, built with v29's switches) converts the probabilities into the P V product's
 16-bit operand two at a time, at the start of the step that multiplies them (``_operand``). RARE_RESCALE (stage v31)
-rescales only where a row's maximum grew by more than 2^8, and FUSED_EXPONENT (stage v33) computes the exponents
-by one FFMA each where a warp's maxima are small (``_overlap_softmax``).
+rescales only where a row's maximum grew by more than 2^8, FUSED_EXPONENT (stage v33) computes the exponents
+by one FFMA each where a warp's maxima are small (``_overlap_softmax``), and SHORT_REDUCTIONS (stage v34) reduces
+each row's maximum and sum in short chains (``_row_reduce``).
 
 The algorithm
 -------------
@@ -751,7 +752,8 @@ def _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empt
 @gluon.jit
 def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr,
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr,
-                     RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False):
+                     RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
+                     SHORT_REDUCTIONS: gl.constexpr = False):
     """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
     probabilities p, the factor alpha by which the output so far is to be rescaled, the new l_i and m_i, and
     whether acc is to be rescaled (1, a scalar; always without RARE_RESCALE).
@@ -765,7 +767,10 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
     and a row whose scores are all -inf keeps NO_SCORE and probabilities 0.
 
     FUSED_EXPONENT (stage v33, with RARE_RESCALE): the exponents by ``_fused_exponent``: one FFMA per score where
-    every row of the warp has |m_i x qk_scale| < FUSED_LIMIT, the exact exponent's FADD and FMUL otherwise."""
+    every row of the warp has |m_i x qk_scale| < FUSED_LIMIT, the exact exponent's FADD and FMUL otherwise.
+
+    SHORT_REDUCTIONS (stage v34, with FUSED_EXPONENT): the row maxima and row sums by ``_row_reduce``, whose
+    dependent chains within a thread are about a third as long."""
     if MASKED:
         start_n = j * BLOCK_N
         cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -774,7 +779,10 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
         else:
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1))
+    if SHORT_REDUCTIONS:
+        m_new = gl.maximum(m_i, _row_reduce(s, True))
+    else:
+        m_new = gl.maximum(m_i, gl.max(s, 1))
     if RARE_RESCALE:
         # one decision per warp (its 16 rows), whose rows no other warp touches: a vote, no barrier
         warp = _warp_grew(_exponent(m_new, m_i, qk_scale))
@@ -784,7 +792,10 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
             p = gl.exp2(_fused_exponent(s, m_i, qk_scale))
         else:
             p = gl.exp2(_exponent(s, m_i[:, None], qk_scale))
-        l_i = l_i * alpha + gl.sum(p, 1)
+        if SHORT_REDUCTIONS:
+            l_i = l_i * alpha + _row_reduce(p, False)
+        else:
+            l_i = l_i * alpha + gl.sum(p, 1)
         rescale = warp
     else:
         p = gl.exp2(_exponent(s, m_new[:, None], qk_scale))
@@ -793,6 +804,28 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
         m_i = m_new
         rescale = 1
     return p, alpha, l_i, m_i, rescale
+
+
+@gluon.jit
+def _row_reduce(x, MAX: gl.constexpr):
+    """SHORT_REDUCTIONS: the maximum (MAX) or the sum of each row of a warpgroup's 64-row block x (a warpgroup MMA's
+    accumulator layout), as ``gl.max(x, 1)`` or ``gl.sum(x, 1)`` give it, in the same layout, with shorter chains.
+
+    In that layout a thread holds, of each of its rows, the columns 8 c + 2 t and 8 c + 2 t + 1 (t its lane's
+    quarter, c = 0 .. BLOCK_N / 8 - 1: 32 values at BLOCK_N = 128), and Triton reduces them in one chain, each FMNMX
+    or FADD waiting for the one before: 32 deep per row, two rows interleaved (SASS of the sm_90 build). Seen as
+    [rows, BLOCK_N / 32, 4, 8] (a reshape of the registers' indices, no data moved: the columns 32 a + 8 b + e), the
+    reduction over b first leaves 2 BLOCK_N / 32 chains of 4 per row, over a next one chain of BLOCK_N / 32, and the
+    lanes' 8 columns (two in a thread, then two shuffles) last: about 10 dependent instructions instead of 34.
+    The maximum is the same value in any order; the sum is another rounding of the same float32 terms."""
+    rows: gl.constexpr = x.shape[0]
+    gl.static_assert(x.shape[1] % 32 == 0, "SHORT_REDUCTIONS: blocks of 32 key columns")
+    r = gl.reshape(x, [rows, x.shape[1] // 32, 4, 8])
+    if MAX:
+        y = gl.max(gl.max(gl.max(r, 2), 1), 1)
+    else:
+        y = gl.sum(gl.sum(gl.sum(r, 2), 1), 1)
+    return gl.convert_layout(y, gl.SliceLayout(1, x.type.layout), assert_trivial=True)
 
 
 @gluon.jit
@@ -871,7 +904,8 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
                   s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr,
                   PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0,
                   base=0, rbase=0, PAIRED_CVT: gl.constexpr = False, RARE_RESCALE: gl.constexpr = False,
-                  FUSED_EXPONENT: gl.constexpr = False):
+                  FUSED_EXPONENT: gl.constexpr = False,
+                  SHORT_REDUCTIONS: gl.constexpr = False):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -914,7 +948,7 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
     s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
     mbarrier.arrive(k_empty.index(slot))
     p, alpha, l_i, m_i, rescale = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M,
-                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT)
+                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)
     if not PAIRED_CVT:
         p_op = _operand(p, dtype, p_layout)
     # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
@@ -938,7 +972,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               SOFTMAX_OVERLAP: gl.constexpr = False, l_buf=None, PINGPONG: gl.constexpr = False, my_turn=None,
               next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
               q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False,
-              RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False):
+              RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
+              SHORT_REDUCTIONS: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -975,7 +1010,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         s0 = warpgroup_mma_wait(num_outstanding=0, deps=(s0, ))
         mbarrier.arrive(k_empty.index(base % NUM_STAGES))
         p, alpha, l_i, m_i, rescale = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL,
-                                                       BLOCK_M, BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT)
+                                                       BLOCK_M, BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT,
+                                                       SHORT_REDUCTIONS)
         p_op = p if PAIRED_CVT else _operand(p, dtype, p_layout)     # PAIRED_CVT: converted in the step that uses it
         for j in range(1, n_free):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
@@ -983,14 +1019,14 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE, FUSED_EXPONENT)
+                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE, FUSED_EXPONENT)
+                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)
         if PERSISTENT:
             mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
         last = base + n_total - 1           # the ring's block of the last key block
@@ -1352,7 +1388,8 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          o_layout: gl.constexpr, p_layout: gl.constexpr, row_layout: gl.constexpr,
                          PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr,
                          SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False,
-                         RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False):
+                         RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
+                         SHORT_REDUCTIONS: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1393,7 +1430,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                   n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
                   PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem,
-                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT)
+                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
@@ -1415,7 +1452,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     SECTIONS: gl.constexpr = False, FOLD: gl.constexpr = False,
                     LEAN_BARRIERS: gl.constexpr = "", PAIRED_CVT: gl.constexpr = False,
                     RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0,
-                    FUSED_EXPONENT: gl.constexpr = False):
+                    FUSED_EXPONENT: gl.constexpr = False,
+                    SHORT_REDUCTIONS: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1447,6 +1485,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     grew by more than RESCALE_GROWTH (``_overlap_softmax``).
     FUSED_EXPONENT (with RARE_RESCALE; stage v33): the consumers' exponents by one FFMA per score where a warp's rows'
     scaled maxima are below FUSED_LIMIT, the exact exponent otherwise (``_fused_exponent``).
+    SHORT_REDUCTIONS (with FUSED_EXPONENT; stage v34): the consumers' row maxima and sums in short chains
+    (``_row_reduce``).
     SNAKE_SMS (without PERSISTENT; stage v32's small_n_tile): the GPU's SMs, or 0 (off): the programs, in launch
     order, are dealt the query blocks heaviest first in waves of SNAKE_SMS, every second wave in reverse
     (``_snake_block``), so that the SM that took a wave's heaviest block is dealt the next wave's lightest.
@@ -1454,6 +1494,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     gl.static_assert(PAIRED_CVT or not RARE_RESCALE, "RARE_RESCALE is built on PAIRED_CVT")
     gl.static_assert(RARE_RESCALE or not FUSED_EXPONENT, "FUSED_EXPONENT is built on RARE_RESCALE")
     gl.static_assert(PERSISTENT or not FUSED_EXPONENT, "FUSED_EXPONENT: the persistent kernel's 64-row consumers")
+    gl.static_assert(FUSED_EXPONENT or not SHORT_REDUCTIONS, "SHORT_REDUCTIONS is built on FUSED_EXPONENT")
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
     if LEAN_BARRIERS != "":
@@ -1588,12 +1629,12 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
@@ -1740,7 +1781,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
-                fused_exponent: bool = False) -> dict:
+                fused_exponent: bool = False, short_reductions: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1779,6 +1820,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if fused_exponent and not rare_rescale:
         raise ValueError("fused_exponent (the Gluon kernel's FUSED_EXPONENT) needs rare_rescale: it computes that "
                          "kernel's exponents against its kept maxima")
+    if short_reductions and not fused_exponent:
+        raise ValueError("short_reductions (the Gluon kernel's SHORT_REDUCTIONS) needs fused_exponent: it shortens "
+                         "that kernel's row reductions")
     if snake_sms and (persistent or snake_sms < 0):
         raise ValueError(f"snake_sms (the Gluon kernel's SNAKE_SMS, {snake_sms!r}) deals a grid of one program per "
                          f"query block over the GPU's SMs: give their number, without persistent")
@@ -1795,7 +1839,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
                 SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
                 PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale), SNAKE_SMS=int(snake_sms),
-                FUSED_EXPONENT=bool(fused_exponent))
+                FUSED_EXPONENT=bool(fused_exponent), SHORT_REDUCTIONS=bool(short_reductions))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1901,7 +1945,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
-                fused_exponent: bool = False):
+                fused_exponent: bool = False, short_reductions: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1929,7 +1973,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
                          persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
                          paired_cvt=paired_cvt, rare_rescale=rare_rescale, snake_sms=snake_sms,
-                         fused_exponent=fused_exponent)
+                         fused_exponent=fused_exponent, short_reductions=short_reductions)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -1994,7 +2038,8 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             two_consumers: bool = False, softmax_overlap: bool = False, register_realloc: bool = False,
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
             sections: bool = False, fold: bool = False, lean_barriers: bool = False,
-            paired_cvt: bool = False, rare_rescale: bool = False, fused_exponent: bool = False):
+            paired_cvt: bool = False, rare_rescale: bool = False, fused_exponent: bool = False,
+            short_reductions: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -2003,6 +2048,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    fused_exponent = fused_exponent or short_reductions
     rare_rescale = rare_rescale or fused_exponent
     paired_cvt = paired_cvt or rare_rescale
     persistent = persistent or sections or fold or lean_barriers or paired_cvt
@@ -2023,7 +2069,8 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
         out = torch.empty_like(q)
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
                        softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
-                       lean_barriers, paired_cvt, rare_rescale, fused_exponent=fused_exponent)
+                       lean_barriers, paired_cvt, rare_rescale, fused_exponent=fused_exponent,
+                       short_reductions=short_reductions)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

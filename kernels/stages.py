@@ -270,6 +270,13 @@ GLUON: Mapping[str, Switch] = {
                "64 fewer instructions per consumer thread and step at a 64x128 block of scores, and an error in each "
                "exponent of about 2^-13 at most, about a sixth of float16's rounding of P",
                "FUSED_EXPONENT", requires=("rare_rescale",)),
+        Switch("short_reductions", "v34",
+               "in the persistent kernel's consumers (v32 above N = 512), each row's maximum and sum of a block of "
+               "scores reduced over a [64, BLOCK_N / 32, 4, 8] view of the accumulator's registers, axis by axis, "
+               "where Triton's one reduction chains a thread's 32 values of a row (at BLOCK_N = 128) one after the "
+               "other: about 10 dependent instructions before the exponentials instead of 34, the same count; the "
+               "maximum is the same, the sum another rounding of the same float32 terms",
+               "SHORT_REDUCTIONS", requires=("fused_exponent",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

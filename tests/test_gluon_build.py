@@ -120,13 +120,15 @@ PAIRED_CONFIGS = {"pair-" + name.removeprefix("lean-"): c for name, c in LEAN_CO
 RARE_CONFIGS = {"rare-" + name.removeprefix("pair-"): c for name, c in PAIRED_CONFIGS.items()}
 # The kernel with FUSED_EXPONENT (stage v33, on RARE_RESCALE): v31's configurations with the fused exponent.
 FUSED_CONFIGS = {"fused-" + name.removeprefix("rare-"): c for name, c in RARE_CONFIGS.items()}
+# The kernel with SHORT_REDUCTIONS (stage v34, on FUSED_EXPONENT): v33's configurations with short row reductions.
+SHORT_CONFIGS = {"short-" + name.removeprefix("fused-"): c for name, c in FUSED_CONFIGS.items()}
 # The kernel with SNAKE_SMS (stage v32's small_n_tile, on v19's kernel): v19's configurations of 64-row tiles with
 # its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
 SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
                                                       "64x128s2")}
-# the persistent kernels (v26 to v31, and v33)
+# the persistent kernels (v26 to v31, v33 and v34)
 PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS,
-                   **RARE_CONFIGS, **FUSED_CONFIGS}
+                   **RARE_CONFIGS, **FUSED_CONFIGS, **SHORT_CONFIGS}
 # the three partitions with setmaxnreg (v24 to v29)
 SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
@@ -153,7 +155,8 @@ _COMPILE = textwrap.dedent("""
                             fold=bool(later[5:] and later[5]), lean_barriers=bool(later[6:] and later[6]),
                             paired_cvt=bool(later[7:] and later[7]), rare_rescale=bool(later[8:] and later[8]),
                             snake_sms=int(later[9]) if later[9:] else 0,
-                            fused_exponent=bool(later[10:] and later[10]))
+                            fused_exponent=bool(later[10:] and later[10]),
+                            short_reductions=bool(later[11:] and later[11]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -224,6 +227,8 @@ def built(tmp_path_factory):
                   for name, c in RARE_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True]
                   for name, c in FUSED_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
+                         True] for name, c in SHORT_CONFIGS.items()},
                **{name: [*CONFIGS[plain], False, False, False, "", False, False, False, False, False, False, False,
                          False, False, SNAKE_SMS] for name, plain in SNAKE_CONFIGS.items()}}
     source = verified_source(out / "sources")
@@ -666,7 +671,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 19 and attrs      # the nineteen constexprs; N, H divisible by 16
+    assert len(constexprs) == 20 and attrs      # the twenty constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
@@ -675,15 +680,17 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
                                    "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC", "SPLIT_CONSUMERS",
                                    "PINGPONG", "PERSISTENT", "SECTIONS", "FOLD", "LEAN_BARRIERS", "PAIRED_CVT",
-                                   "RARE_RESCALE", "SNAKE_SMS", "FUSED_EXPONENT"]
+                                   "RARE_RESCALE", "SNAKE_SMS", "FUSED_EXPONENT", "SHORT_REDUCTIONS"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert args["SOFTMAX_OVERLAP"] is False and args["SPLIT_CONSUMERS"] is False and args["PINGPONG"] is False
     assert args["LEAN_BARRIERS"] == ""          # off: no mark, and the PTX stage leaves the kernel as it was
     assert args["PAIRED_CVT"] is False and args["RARE_RESCALE"] is False and args["SNAKE_SMS"] == 0
-    assert args["FUSED_EXPONENT"] is False
+    assert args["FUSED_EXPONENT"] is False and args["SHORT_REDUCTIONS"] is False
     with pytest.raises(ValueError, match="fused_exponent .* needs rare_rescale"):
         kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, fused_exponent=True)
+    with pytest.raises(ValueError, match="short_reductions .* needs fused_exponent"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, short_reductions=True)
     assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, producer_warp=True)["PRODUCER_WARP"]
     two = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True, two_consumers=True)
     assert two["TWO_CONSUMERS"] and two["PRODUCER_WARP"] and two["BLOCK_M"] == 128
@@ -910,7 +917,8 @@ def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_seri
     from kernels.gluon_fwd import FUSED_STACK_BYTES, SPLIT_CONSUMERS_MAXNREG, SPLIT_CONSUMERS_REGISTERS
     m = built[name]
     assert m["registers"] == SPLIT_CONSUMERS_MAXNREG and m["num_warps"] == 12
-    if name in FUSED_CONFIGS:       # v33: a few scalars outside the KV loops (its own test holds the loops free)
+    if name in FUSED_CONFIGS or name in SHORT_CONFIGS:    # v33, v34: a few scalars outside the KV loops (their own
+        # tests hold the loops free)
         assert m["local"] == 0 and m["stack"] <= FUSED_STACK_BYTES
     else:
         assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0
@@ -1061,7 +1069,7 @@ def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, na
     shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
     m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")
                                 .removeprefix("lean-").removeprefix("pair-").removeprefix("rare-")
-                                .removeprefix("fused-")]
+                                .removeprefix("fused-").removeprefix("short-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
@@ -1513,6 +1521,55 @@ def test_fused_exponent_takes_one_ffma_per_score_behind_a_vote(built, name):
             ffma = [t for t in body if t.startswith("FFMA")]
             assert len(ffma) == n + len([t for t in v31_body if t.startswith("FFMA")])
             assert_overlapped_step(body, name, D, bn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SHORT_REDUCTIONS (stage v34): the row maxima and sums in short dependent chains, the same instructions
+# ---------------------------------------------------------------------------------------------------------------
+
+def chain_depth(body: list, ops: tuple) -> int:
+    """The longest chain of instructions of the kinds ops (e.g. FMNMX) in a loop body, each reading a register the
+    one before wrote (an instruction of another kind that writes a register ends the chains through it)."""
+    depth, best = {}, 0
+    for text in body:
+        regs = re.findall(r"\bR\d+\b", text)
+        if not regs:
+            continue
+        if text.split()[0].split(".")[0] in ops:
+            depth[regs[0]] = max([depth.get(r, 0) for r in regs[1:]], default=0) + 1
+            best = max(best, depth[regs[0]])
+        else:
+            depth.pop(regs[0], None)
+    return best
+
+
+@pytest.mark.parametrize("name", SHORT_CONFIGS)
+def test_short_reductions_shorten_the_chains_and_keep_the_instructions(built, name):
+    """v33's registers, products, exponentials, loads, stores, barriers and votes, nothing spilled inside the KV loops;
+    in each KV loop v33's instructions, kind for kind (the reductions reordered, none added), and the longest chain
+    of dependent FMNMX (the row maxima, before the exponentials) and of dependent FADD (the row sums) at most 12,
+    where v33's are over 30 at BLOCK_N = 128 (a thread's 32 values of a row, one after the other); the overlap
+    kept."""
+    from kernels.gluon_fwd import FUSED_STACK_BYTES
+    shape, _, _, _, bn, _ = SHORT_CONFIGS[name]
+    m, v33 = built[name], built["fused-" + name.removeprefix("short-")]
+    assert m["registers"] == v33["registers"]
+    assert m["stack"] <= FUSED_STACK_BYTES and m["local"] == 0
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL"):
+        assert m["mix"].get(op, 0) == v33["mix"].get(op, 0), op
+    if shape[3] > 1:
+        loops, v33_loops = kv_loops(m["sass"]), kv_loops(v33["sass"])
+        assert len(loops) == len(v33_loops) == 4
+        for body, v33_body in zip(loops, v33_loops):
+            assert not [t for t in body if t.startswith(("STL", "LDL"))]
+            for op in ("FMNMX", "FADD", "FMUL", "FFMA", "SHFL", "F2FP", "MUFU.EX2", "HGMMA", "VOTE"):
+                assert (len([t for t in body if t.startswith(op)])
+                        == len([t for t in v33_body if t.startswith(op)])), op
+            for ops in (("FMNMX",), ("FADD",)):
+                assert chain_depth(body, ops) <= 12, (ops, chain_depth(body, ops))
+                if bn == 128:
+                    assert chain_depth(v33_body, ops) > 30, (ops, chain_depth(v33_body, ops))
+            assert_overlapped_step(body, name, shape[4], bn)
 
 
 # ---------------------------------------------------------------------------------------------------------------
