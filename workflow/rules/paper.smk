@@ -89,7 +89,7 @@ rule tables:
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
-GLUON_GRID = f"{DATA}/probes/v33-check"   # the newest GPU verification of the Gluon kernel's current source (its verify step)
+GLUON_GRID = f"{DATA}/probes/v34-check"   # the newest GPU verification of the Gluon kernel's current source (its verify step)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
 EXACT_FIRST = f"{DATA}/run-29"   # the first run of the exact exponent (1c7a071), which replaced the clamp
