@@ -118,6 +118,8 @@ PROBE_RAREBUG = f"{DATA}/probes/guards-rare-rescale"   # the guard tests that fo
 PROBE_RAREFIX = f"{DATA}/probes/rare-rescale-fix"   # its fix checked: guards, the Gluon grid, the operator's tests
 PROBE_SMALLN = f"{DATA}/probes/small-n"   # v32's first check: verified and timed beside v19, v31 and cuDNN
 PROBE_ORDER = f"{DATA}/probes/order-16384"   # v31 and v32 at N = 16384 in alternating orders beside cuDNN
+PROBE_GATE33 = f"{DATA}/probes/v33-check"   # v33's gate: verify grid, guards, A/B against v32 and cuDNN
+PROBE_GATE34 = f"{DATA}/probes/v34-check"   # v34's gate: the same against v33
 VALUES = {
     "stages": dict(stage_table=rules.aggregate.output.stage_table, headline_median=rules.aggregate.output.headline_median,
                    variation=rules.aggregate.output.variation, runs=rules.aggregate.output.runs,
@@ -169,6 +171,9 @@ VALUES = {
                   predictions="data/predictions/stages.csv"),
     "order": dict(seal_file=f"{PROBE_ORDER}/SHA256SUMS", order=f"{PROBE_ORDER}/order.csv",
                   kernels=f"{PROBE_ORDER}/kernel_sha256.txt", fixed_kernels=f"{PROBE_RAREFIX}/kernel_sha256.txt"),
+    "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",
+                  v34_seal=f"{PROBE_GATE34}/SHA256SUMS", v34_ab=f"{PROBE_GATE34}/ab.csv",
+                  predictions="data/predictions/stages.csv"),
     "rarefix": dict(bug_seal=f"{PROBE_RAREBUG}/SHA256SUMS", bug_guards=f"{PROBE_RAREBUG}/gpu_tests_guards.log",
                     fix_seal=f"{PROBE_RAREFIX}/SHA256SUMS", fix_guards=f"{PROBE_RAREFIX}/gpu_tests_guards.log",
                     fix_correctness=f"{PROBE_RAREFIX}/verify/correctness.csv",

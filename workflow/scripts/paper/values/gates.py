@@ -1,0 +1,73 @@
+"""The paper's numbers from the gates of the stages that no run has timed yet: data/<gpu>/probes/v33-check and
+v34-check (sealed), each an A/B timing (ab_probe.py) of a stage, the stage before it and cuDNN at the headline
+layout, in rounds whose order reverses every second round, on one GPU, beside that stage's verify grid and guard
+tests. The committed predictions of each stage against the one before it (data/predictions/stages.csv, quantity
+time) are checked against the probe's medians.
+
+- \\GateRounds: the rounds per length and dtype (the fewest of both probes);
+- \\GateThirtyThreeGpu, \\GateThirtyFourGpu: each probe's GPU (its UUID's first 12 characters);
+- \\val{gate}{<stage>@<N>}{<fp16|bf16>}: the stage's time over the stage before it's in a round (kernels alone), the
+  median over the rounds, as a change in percent;
+- \\val{gate}{<stage>@<N>}{x}: the median over the rounds of the stage's time over cuDNN's (float16);
+- \\GateThirtyThreeSlowerRounds (and ThirtyFour): the rounds at N = 4096 (float16, at the full clock) in which the
+  stage took longer than the stage before it;
+- \\GateThirtyThreeHeld / \\GateThirtyThreeChecked (and ThirtyFour): the stage's time predictions at the probe's
+  lengths that its median change fell inside, of those checked.
+"""
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import seal
+from pipeline.latex import Values, fixed, signed
+
+DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+GATES = {"v33": ("v32", "ThirtyThree"), "v34": ("v33", "ThirtyFour")}   # stage -> (the stage before, macro word)
+
+
+def per_round(ab: Path, stage: str, before: str) -> pd.DataFrame:
+    """One row per (N, dtype, round): the stage's, the stage before it's and cuDNN's kernels_us; refuses a probe of
+    more than one GPU or without its three entries in every round."""
+    t = pd.read_csv(ab)
+    if t.uuid.nunique() != 1:
+        raise ValueError(f"{ab}: more than one GPU: {sorted(t.uuid.unique())}")
+    if set(t.variant) != {"torch-cudnn", stage, before}:
+        raise ValueError(f"{ab}: entries {sorted(set(t.variant))}, not cuDNN, {before} and {stage}")
+    wide = t.pivot_table(index=["N", "dtype", "round"], columns="variant", values="kernels_us")
+    if wide.isna().any().any():
+        raise ValueError(f"{ab}: a round without one of its entries")
+    return wide
+
+
+def values(predictions: Path, **probes) -> Values:
+    v = Values("gates")
+    pred = pd.read_csv(predictions)
+    rounds = []
+    for stage, (before, word) in GATES.items():
+        seal.verify(Path(probes[f"{stage}_seal"]).parent)
+        ab = Path(probes[f"{stage}_ab"])
+        t = pd.read_csv(ab)
+        v.macro(f"Gate{word}Gpu", t.uuid.iloc[0][:12])
+        wide = per_round(ab, stage, before)
+        rounds.append(wide.groupby(level=["N", "dtype"]).size().min())
+        step = (wide[stage] / wide[before]).groupby(level=["N", "dtype"]).median()
+        ratio = (wide[stage] / wide["torch-cudnn"]).groupby(level=["N", "dtype"]).median()
+        for (n, dtype), r in step.items():
+            v.put("gate", f"{stage}@{n}", DTYPES[dtype], signed((r - 1) * 100, 1))
+        for n in (8192, 16384):
+            v.put("gate", f"{stage}@{n}", "x", fixed(ratio[(n, "float16")], 3))
+        rows = pred[(pred.stage == stage) & (pred.compared_to == before) & (pred.quantity == "time")
+                    & (pred.dtype == "float16") & pred.N.isin(step.index.get_level_values("N"))]
+        held = sum(row.low_pct <= (step[(row.N, "float16")] - 1) * 100 <= row.high_pct for row in rows.itertuples())
+        at4096 = wide.xs((4096, "float16"), level=["N", "dtype"])
+        v.macro(f"Gate{word}SlowerRounds", str(int((at4096[stage] > at4096[before]).sum())))
+        v.macro(f"Gate{word}Held", str(held))
+        v.macro(f"Gate{word}Checked", str(len(rows)))
+    v.macro("GateRounds", str(min(rounds)))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
