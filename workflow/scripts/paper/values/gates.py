@@ -23,7 +23,11 @@ from pipeline import seal
 from pipeline.latex import Values, fixed, signed
 
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
-GATES = {"v33": ("v32", "ThirtyThree"), "v34": ("v33", "ThirtyFour")}   # stage -> (the stage before, macro word)
+# stage -> (the stage before it, its macros: GPU, rounds slower at 4096, predictions held, predictions checked)
+GATES = {"v33": ("v32", ("GateThirtyThreeGpu", "GateThirtyThreeSlowerRounds", "GateThirtyThreeHeld",
+                         "GateThirtyThreeChecked")),
+         "v34": ("v33", ("GateThirtyFourGpu", "GateThirtyFourSlowerRounds", "GateThirtyFourHeld",
+                         "GateThirtyFourChecked"))}
 
 
 def per_round(ab: Path, stage: str, before: str) -> pd.DataFrame:
@@ -44,11 +48,11 @@ def values(predictions: Path, **probes) -> Values:
     v = Values("gates")
     pred = pd.read_csv(predictions)
     rounds = []
-    for stage, (before, word) in GATES.items():
+    for stage, (before, (gpu, slower, held_name, checked)) in GATES.items():
         seal.verify(Path(probes[f"{stage}_seal"]).parent)
         ab = Path(probes[f"{stage}_ab"])
         t = pd.read_csv(ab)
-        v.macro(f"Gate{word}Gpu", t.uuid.iloc[0][:12])
+        v.macro(gpu, t.uuid.iloc[0][:12])
         wide = per_round(ab, stage, before)
         rounds.append(wide.groupby(level=["N", "dtype"]).size().min())
         step = (wide[stage] / wide[before]).groupby(level=["N", "dtype"]).median()
@@ -61,9 +65,9 @@ def values(predictions: Path, **probes) -> Values:
                     & (pred.dtype == "float16") & pred.N.isin(step.index.get_level_values("N"))]
         held = sum(row.low_pct <= (step[(row.N, "float16")] - 1) * 100 <= row.high_pct for row in rows.itertuples())
         at4096 = wide.xs((4096, "float16"), level=["N", "dtype"])
-        v.macro(f"Gate{word}SlowerRounds", str(int((at4096[stage] > at4096[before]).sum())))
-        v.macro(f"Gate{word}Held", str(held))
-        v.macro(f"Gate{word}Checked", str(len(rows)))
+        v.macro(slower, str(int((at4096[stage] > at4096[before]).sum())))
+        v.macro(held_name, str(held))
+        v.macro(checked, str(len(rows)))
     v.macro("GateRounds", str(min(rounds)))
     return v
 
