@@ -30,9 +30,9 @@ GATES = {"v33": ("v32", ("GateThirtyThreeGpu", "GateThirtyThreeSlowerRounds", "G
                          "GateThirtyFourChecked"))}
 
 
-def per_round(ab: Path, stage: str, before: str) -> pd.DataFrame:
-    """One row per (N, dtype, round): the stage's, the stage before it's and cuDNN's kernels_us; refuses a probe of
-    more than one GPU or without its three entries in every round."""
+def per_round(ab: Path, stage: str, before: str) -> tuple[str, pd.DataFrame]:
+    """The probe's GPU (its UUID) and one row per (N, dtype, round): the stage's, the stage before it's and cuDNN's
+    kernels_us; refuses a probe of more than one GPU or without its three entries in every round."""
     t = pd.read_csv(ab)
     if t.uuid.nunique() != 1:
         raise ValueError(f"{ab}: more than one GPU: {sorted(t.uuid.unique())}")
@@ -41,7 +41,7 @@ def per_round(ab: Path, stage: str, before: str) -> pd.DataFrame:
     wide = t.pivot_table(index=["N", "dtype", "round"], columns="variant", values="kernels_us")
     if wide.isna().any().any():
         raise ValueError(f"{ab}: a round without one of its entries")
-    return wide
+    return t.uuid.iloc[0], wide
 
 
 def values(predictions: Path, **probes) -> Values:
@@ -50,10 +50,8 @@ def values(predictions: Path, **probes) -> Values:
     rounds = []
     for stage, (before, (gpu, slower, held_name, checked)) in GATES.items():
         seal.verify(Path(probes[f"{stage}_seal"]).parent)
-        ab = Path(probes[f"{stage}_ab"])
-        t = pd.read_csv(ab)
-        v.macro(gpu, t.uuid.iloc[0][:12])
-        wide = per_round(ab, stage, before)
+        uuid, wide = per_round(Path(probes[f"{stage}_ab"]), stage, before)
+        v.macro(gpu, uuid[:12])
         rounds.append(wide.groupby(level=["N", "dtype"]).size().min())
         step = (wide[stage] / wide[before]).groupby(level=["N", "dtype"]).median()
         ratio = (wide[stage] / wide["torch-cudnn"]).groupby(level=["N", "dtype"]).median()
