@@ -21,7 +21,8 @@ PAIRED_CVT (on PERSISTENT, stage v30, built with v29's switches) converts the pr
 16-bit operand two at a time, at the start of the step that multiplies them (``_operand``). RARE_RESCALE (stage v31)
 rescales only where a row's maximum grew by more than 2^8, FUSED_EXPONENT (stage v33) computes the exponents
 by one FFMA each where a warp's maxima are small (``_overlap_softmax``), and SHORT_REDUCTIONS (stage v34) reduces
-each row's maximum and sum in short chains (``_row_reduce``).
+each row's maximum and sum in short chains (``_row_reduce``), and LANE_SUMS (stage v35) keeps each thread's
+partial row sums across the steps (``_lane_sums``).
 
 The algorithm
 -------------
@@ -522,7 +523,9 @@ def drop_membar_barriers(ptx: str, keep_lines=()) -> tuple[str, int]:
       and a warpgroup MMA completes for all four warps at once; a turn's pass orders only which consumer issues its
       products first; and no arrive of this kernel publishes data that threads wrote to shared memory (the one
       such buffer, O's, is read by a TMA store behind its own barrier, which stays);
-    - the row sums' scratch store is never read: it is there for ptxas's order of the P V wait (``_overlap_step``).
+    - the row sums' scratch store is never read: it is there for ptxas's order of the P V wait (``_overlap_step``);
+      with LANE_SUMS it is one ``stmatrix`` of a thread's two partial sums, where it is one ``st.shared.b32`` per
+      row otherwise.
     Only a barrier directly before such an operation goes (register arithmetic between them, which touches no
     memory, aside); every other (before O's store and its TMA copy, around the partitions' fork and the barriers'
     init) stays. keep_lines: lines of this file whose barriers stay, by the source position (``.loc``, any frame of
@@ -534,7 +537,7 @@ def drop_membar_barriers(ptx: str, keep_lines=()) -> tuple[str, int]:
     no_instruction = re.compile(r"\s*($|//|\.loc\s|\{|\.reg\s|waitLoop:|\$L__tmp\d+:)")
     arithmetic = re.compile(r"\s*(add|sub|mad|mul|shl|shr|bfe|and|or|xor|not|mov)\.[a-z0-9.]+\s+%r\d+, ")
     mbarrier_op = re.compile(r"\s*(@%p\d+\s+)?mbarrier\.(try_wait|arrive)\.")
-    scratch_store = re.compile(r"\s*st\.shared\.b32\s")
+    scratch_store = re.compile(r"\s*(st\.shared\.b32|stmatrix\.sync\.aligned\.m8n8\.x2\.shared\.b16)\s")
     mma_wait = re.compile(r"\s*wgmma\.wait_group\.")
     loc = re.compile(r"\s*\.loc\s")
     here = re.compile(r"gluon_fwd\.py:(\d+):")
@@ -753,7 +756,7 @@ def _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empt
 def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr,
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr,
                      RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
-                     SHORT_REDUCTIONS: gl.constexpr = False):
+                     SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
     """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
     probabilities p, the factor alpha by which the output so far is to be rescaled, the new l_i and m_i, and
     whether acc is to be rescaled (1, a scalar; always without RARE_RESCALE).
@@ -770,7 +773,11 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
     every row of the warp has |m_i x qk_scale| < FUSED_LIMIT, the exact exponent's FADD and FMUL otherwise.
 
     SHORT_REDUCTIONS (stage v34, with FUSED_EXPONENT): the row maxima and row sums by ``_row_reduce``, whose
-    dependent chains within a thread are about a third as long."""
+    dependent chains within a thread are about a third as long.
+
+    LANE_SUMS (stage v35, with FUSED_EXPONENT): l_i is each thread's partial sums ([BLOCK_M, 4], ``_lane_sums``),
+    rescaled and added to within the thread, with no shuffle; the consumer adds the lanes' sums once, at the tile's
+    end (``_row_sums``)."""
     if MASKED:
         start_n = j * BLOCK_N
         cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -792,7 +799,10 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
             p = gl.exp2(_fused_exponent(s, m_i, qk_scale))
         else:
             p = gl.exp2(_exponent(s, m_i[:, None], qk_scale))
-        if SHORT_REDUCTIONS:
+        if LANE_SUMS:
+            l_i = l_i * gl.convert_layout(alpha, gl.SliceLayout(1, l_i.type.layout), assert_trivial=True)[:, None]
+            l_i = l_i + _lane_sums(p)
+        elif SHORT_REDUCTIONS:
             l_i = l_i * alpha + _row_reduce(p, False)
         else:
             l_i = l_i * alpha + gl.sum(p, 1)
@@ -826,6 +836,29 @@ def _row_reduce(x, MAX: gl.constexpr):
     else:
         y = gl.sum(gl.sum(gl.sum(r, 2), 1), 1)
     return gl.convert_layout(y, gl.SliceLayout(1, x.type.layout), assert_trivial=True)
+
+
+@gluon.jit
+def _lane_sums(p):
+    """LANE_SUMS: each thread's partial sums of its rows of a warpgroup's 64-row block p (a warpgroup MMA's
+    accumulator layout), as a [rows, 4] tensor whose column t is held by the lanes of quarter t: in that layout a
+    thread holds, of each of its rows, the columns 8 c + 2 t and 8 c + 2 t + 1, so that over a [rows, BLOCK_N / 8,
+    4, 2] view of the registers (no data moved) the sums over the third axis and then the second are within the
+    thread. FlashAttention-3 keeps its row sums so, and adds across the lanes once per tile."""
+    rows: gl.constexpr = p.shape[0]
+    gl.static_assert(p.shape[1] % 8 == 0, "LANE_SUMS: blocks of 8 key columns")
+    r = gl.reshape(p, [rows, p.shape[1] // 8, 4, 2])
+    return gl.sum(gl.sum(r, 3), 1)
+
+
+@gluon.jit
+def _row_sums(l_i, LANE_SUMS: gl.constexpr):
+    """The row sums: l_i itself, or with LANE_SUMS the sum of its lanes' partial sums (``_lane_sums``), in the
+    layout of a row's entries of the scores."""
+    if LANE_SUMS:
+        return gl.sum(l_i, 1)
+    else:
+        return l_i
 
 
 @gluon.jit
@@ -905,7 +938,7 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
                   PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0,
                   base=0, rbase=0, PAIRED_CVT: gl.constexpr = False, RARE_RESCALE: gl.constexpr = False,
                   FUSED_EXPONENT: gl.constexpr = False,
-                  SHORT_REDUCTIONS: gl.constexpr = False):
+                  SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -948,7 +981,7 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
     s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
     mbarrier.arrive(k_empty.index(slot))
     p, alpha, l_i, m_i, rescale = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M,
-                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)
+                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)
     if not PAIRED_CVT:
         p_op = _operand(p, dtype, p_layout)
     # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
@@ -973,7 +1006,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
               q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False,
               RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
-              SHORT_REDUCTIONS: gl.constexpr = False):
+              SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -987,7 +1020,10 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
     dtype: gl.constexpr = k_desc.dtype
     offs_m = start_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=row_layout)
     m_i = gl.full([BLOCK_M], NO_SCORE, gl.float32, row_layout)      # not -inf: the guard of rows without a finite score
-    l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
+    if LANE_SUMS:
+        l_i = _lane_sums(gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout))    # each thread's partial sums: 0
+    else:
+        l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     if PV_IN_FLIGHT and not SOFTMAX_OVERLAP:
         acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
@@ -1011,7 +1047,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         mbarrier.arrive(k_empty.index(base % NUM_STAGES))
         p, alpha, l_i, m_i, rescale = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL,
                                                        BLOCK_M, BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT,
-                                                       SHORT_REDUCTIONS)
+                                                       SHORT_REDUCTIONS, LANE_SUMS)
         p_op = p if PAIRED_CVT else _operand(p, dtype, p_layout)     # PAIRED_CVT: converted in the step that uses it
         for j in range(1, n_free):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
@@ -1019,14 +1055,14 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)
+                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)
+                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)
         if PERSISTENT:
             mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
         last = base + n_total - 1           # the ring's block of the last key block
@@ -1061,7 +1097,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
 
     # O = acc / l_i, through Q's buffer (free: the last q k^T product has completed) and a TMA store.
     # a row without a finite score has acc = 0 and l_i = 0: its output is 0, as SDPA gives
-    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
+    l_o = gl.convert_layout(_row_sums(l_i, LANE_SUMS), gl.SliceLayout(1, o_layout))
     out = acc / gl.where(l_o == 0.0, 1.0, l_o)[:, None]
     if PERSISTENT:
         # O's own buffer: the previous tile's store must have read it (the issuing thread waits, the CTA barrier
@@ -1389,7 +1425,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr,
                          SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False,
                          RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
-                         SHORT_REDUCTIONS: gl.constexpr = False):
+                         SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1430,7 +1466,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                   n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
                   PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem,
-                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)
+                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
@@ -1453,7 +1489,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     LEAN_BARRIERS: gl.constexpr = "", PAIRED_CVT: gl.constexpr = False,
                     RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0,
                     FUSED_EXPONENT: gl.constexpr = False,
-                    SHORT_REDUCTIONS: gl.constexpr = False):
+                    SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1487,6 +1523,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     scaled maxima are below FUSED_LIMIT, the exact exponent otherwise (``_fused_exponent``).
     SHORT_REDUCTIONS (with FUSED_EXPONENT; stage v34): the consumers' row maxima and sums in short chains
     (``_row_reduce``).
+    LANE_SUMS (with FUSED_EXPONENT; stage v35): the consumers' row sums kept per thread, added across the lanes
+    once per tile (``_lane_sums``).
     SNAKE_SMS (without PERSISTENT; stage v32's small_n_tile): the GPU's SMs, or 0 (off): the programs, in launch
     order, are dealt the query blocks heaviest first in waves of SNAKE_SMS, every second wave in reverse
     (``_snake_block``), so that the SM that took a wave's heaviest block is dealt the next wave's lightest.
@@ -1495,6 +1533,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     gl.static_assert(RARE_RESCALE or not FUSED_EXPONENT, "FUSED_EXPONENT is built on RARE_RESCALE")
     gl.static_assert(PERSISTENT or not FUSED_EXPONENT, "FUSED_EXPONENT: the persistent kernel's 64-row consumers")
     gl.static_assert(FUSED_EXPONENT or not SHORT_REDUCTIONS, "SHORT_REDUCTIONS is built on FUSED_EXPONENT")
+    gl.static_assert(FUSED_EXPONENT or not LANE_SUMS, "LANE_SUMS is built on FUSED_EXPONENT")
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
     if LEAN_BARRIERS != "":
@@ -1565,8 +1604,12 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
         q_smem = gl.allocate_shared_memory(dtype, [1, 1, BLOCK_M, HEAD_DIM], q_desc.layout)
     if SOFTMAX_OVERLAP:
         # each consumer's scratch row sums (see _overlap_step): stored every step, never read
-        l_smem = gl.allocate_shared_memory(gl.float32, [2 if PAIR else 1, CONSUMER_M],
-                                           gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0]))
+        if LANE_SUMS:     # each thread's partial sums (_lane_sums): 4 per row
+            l_smem = gl.allocate_shared_memory(gl.float32, [2 if PAIR else 1, CONSUMER_M, 4],
+                                               gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0]))
+        else:
+            l_smem = gl.allocate_shared_memory(gl.float32, [2 if PAIR else 1, CONSUMER_M],
+                                               gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0]))
     else:
         l_smem = q_smem
     k_smem = gl.allocate_shared_memory(dtype, [NUM_STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -1629,12 +1672,12 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
@@ -1781,7 +1824,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
-                fused_exponent: bool = False, short_reductions: bool = False) -> dict:
+                fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1820,6 +1863,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if fused_exponent and not rare_rescale:
         raise ValueError("fused_exponent (the Gluon kernel's FUSED_EXPONENT) needs rare_rescale: it computes that "
                          "kernel's exponents against its kept maxima")
+    if lane_sums and not fused_exponent:
+        raise ValueError("lane_sums (the Gluon kernel's LANE_SUMS) needs fused_exponent: it keeps that kernel's "
+                         "row sums per thread")
     if short_reductions and not fused_exponent:
         raise ValueError("short_reductions (the Gluon kernel's SHORT_REDUCTIONS) needs fused_exponent: it shortens "
                          "that kernel's row reductions")
@@ -1839,7 +1885,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 SPLIT_CONSUMERS=bool(split_consumers), PINGPONG=bool(pingpong), PERSISTENT=bool(persistent),
                 SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
                 PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale), SNAKE_SMS=int(snake_sms),
-                FUSED_EXPONENT=bool(fused_exponent), SHORT_REDUCTIONS=bool(short_reductions))
+                FUSED_EXPONENT=bool(fused_exponent), SHORT_REDUCTIONS=bool(short_reductions),
+                LANE_SUMS=bool(lane_sums))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1945,7 +1992,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
-                fused_exponent: bool = False, short_reductions: bool = False):
+                fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -1973,7 +2020,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
                          persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
                          paired_cvt=paired_cvt, rare_rescale=rare_rescale, snake_sms=snake_sms,
-                         fused_exponent=fused_exponent, short_reductions=short_reductions)
+                         fused_exponent=fused_exponent, short_reductions=short_reductions, lane_sums=lane_sums)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -2039,7 +2086,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
             sections: bool = False, fold: bool = False, lean_barriers: bool = False,
             paired_cvt: bool = False, rare_rescale: bool = False, fused_exponent: bool = False,
-            short_reductions: bool = False):
+            short_reductions: bool = False, lane_sums: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -2048,7 +2095,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
-    fused_exponent = fused_exponent or short_reductions
+    fused_exponent = fused_exponent or short_reductions or lane_sums
     rare_rescale = rare_rescale or fused_exponent
     paired_cvt = paired_cvt or rare_rescale
     persistent = persistent or sections or fold or lean_barriers or paired_cvt
@@ -2070,7 +2117,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
                        softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
                        lean_barriers, paired_cvt, rare_rescale, fused_exponent=fused_exponent,
-                       short_reductions=short_reductions)
+                       short_reductions=short_reductions, lane_sums=lane_sums)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

@@ -277,6 +277,13 @@ GLUON: Mapping[str, Switch] = {
                "other: about 10 dependent instructions before the exponentials instead of 34, the same count; the "
                "maximum is the same, the sum another rounding of the same float32 terms",
                "SHORT_REDUCTIONS", requires=("fused_exponent",)),
+        Switch("lane_sums", "v35",
+               "in the persistent kernel's consumers (v32 above N = 512), each thread's partial row sums kept across "
+               "the steps (a [64, 4] tensor: the in-thread sums of a [64, BLOCK_N / 8, 4, 2] view of the "
+               "probabilities, rescaled with the row), the lanes' sums added once per tile, as FlashAttention-3 "
+               "does, where v33 adds them across the lanes with two shuffles and two FADDs per row in every step, "
+               "after the last exponential; short_reductions off (v34 was slower)",
+               "LANE_SUMS", replaces=("short_reductions",), requires=("fused_exponent",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

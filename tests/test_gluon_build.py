@@ -122,13 +122,16 @@ RARE_CONFIGS = {"rare-" + name.removeprefix("pair-"): c for name, c in PAIRED_CO
 FUSED_CONFIGS = {"fused-" + name.removeprefix("rare-"): c for name, c in RARE_CONFIGS.items()}
 # The kernel with SHORT_REDUCTIONS (stage v34, on FUSED_EXPONENT): v33's configurations with short row reductions.
 SHORT_CONFIGS = {"short-" + name.removeprefix("fused-"): c for name, c in FUSED_CONFIGS.items()}
+# The kernel with LANE_SUMS (stage v35, on FUSED_EXPONENT, without SHORT_REDUCTIONS): v33's configurations with each
+# thread's partial row sums kept across the steps.
+LANE_CONFIGS = {"lane-" + name.removeprefix("fused-"): c for name, c in FUSED_CONFIGS.items()}
 # The kernel with SNAKE_SMS (stage v32's small_n_tile, on v19's kernel): v19's configurations of 64-row tiles with
 # its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
 SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
                                                       "64x128s2")}
-# the persistent kernels (v26 to v31, v33 and v34)
+# the persistent kernels (v26 to v31, v33 to v35)
 PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS,
-                   **RARE_CONFIGS, **FUSED_CONFIGS, **SHORT_CONFIGS}
+                   **RARE_CONFIGS, **FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS}
 # the three partitions with setmaxnreg (v24 to v29)
 SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
@@ -156,7 +159,8 @@ _COMPILE = textwrap.dedent("""
                             paired_cvt=bool(later[7:] and later[7]), rare_rescale=bool(later[8:] and later[8]),
                             snake_sms=int(later[9]) if later[9:] else 0,
                             fused_exponent=bool(later[10:] and later[10]),
-                            short_reductions=bool(later[11:] and later[11]))
+                            short_reductions=bool(later[11:] and later[11]),
+                            lane_sums=bool(later[12:] and later[12]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -229,6 +233,8 @@ def built(tmp_path_factory):
                   for name, c in FUSED_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
                          True] for name, c in SHORT_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
+                         False, True] for name, c in LANE_CONFIGS.items()},
                **{name: [*CONFIGS[plain], False, False, False, "", False, False, False, False, False, False, False,
                          False, False, SNAKE_SMS] for name, plain in SNAKE_CONFIGS.items()}}
     source = verified_source(out / "sources")
@@ -671,7 +677,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 20 and attrs      # the twenty constexprs; N, H divisible by 16
+    assert len(constexprs) == 21 and attrs      # the twenty-one constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"
@@ -680,17 +686,20 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     assert list(signature)[8:] == ["HEAD_DIM", "BLOCK_M", "BLOCK_N", "NUM_STAGES", "IS_CAUSAL", "PRODUCER_WARP",
                                    "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC", "SPLIT_CONSUMERS",
                                    "PINGPONG", "PERSISTENT", "SECTIONS", "FOLD", "LEAN_BARRIERS", "PAIRED_CVT",
-                                   "RARE_RESCALE", "SNAKE_SMS", "FUSED_EXPONENT", "SHORT_REDUCTIONS"]
+                                   "RARE_RESCALE", "SNAKE_SMS", "FUSED_EXPONENT", "SHORT_REDUCTIONS",
+                                   "LANE_SUMS"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert args["SOFTMAX_OVERLAP"] is False and args["SPLIT_CONSUMERS"] is False and args["PINGPONG"] is False
     assert args["LEAN_BARRIERS"] == ""          # off: no mark, and the PTX stage leaves the kernel as it was
     assert args["PAIRED_CVT"] is False and args["RARE_RESCALE"] is False and args["SNAKE_SMS"] == 0
-    assert args["FUSED_EXPONENT"] is False and args["SHORT_REDUCTIONS"] is False
+    assert args["FUSED_EXPONENT"] is False and args["SHORT_REDUCTIONS"] is False and args["LANE_SUMS"] is False
     with pytest.raises(ValueError, match="fused_exponent .* needs rare_rescale"):
         kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, fused_exponent=True)
     with pytest.raises(ValueError, match="short_reductions .* needs fused_exponent"):
         kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, short_reductions=True)
+    with pytest.raises(ValueError, match="lane_sums .* needs fused_exponent"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, lane_sums=True)
     assert kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, producer_warp=True)["PRODUCER_WARP"]
     two = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 128, 64, 3, producer_warp=True, two_consumers=True)
     assert two["TWO_CONSUMERS"] and two["PRODUCER_WARP"] and two["BLOCK_M"] == 128
@@ -917,8 +926,8 @@ def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_seri
     from kernels.gluon_fwd import FUSED_STACK_BYTES, SPLIT_CONSUMERS_MAXNREG, SPLIT_CONSUMERS_REGISTERS
     m = built[name]
     assert m["registers"] == SPLIT_CONSUMERS_MAXNREG and m["num_warps"] == 12
-    if name in FUSED_CONFIGS or name in SHORT_CONFIGS:    # v33, v34: a few scalars outside the KV loops (their own
-        # tests hold the loops free)
+    if name in FUSED_CONFIGS or name in SHORT_CONFIGS or name in LANE_CONFIGS:    # v33-v35: a few scalars outside
+        # the KV loops (their own tests hold the loops free)
         assert m["local"] == 0 and m["stack"] <= FUSED_STACK_BYTES
     else:
         assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0
@@ -1069,7 +1078,7 @@ def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, na
     shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
     m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")
                                 .removeprefix("lean-").removeprefix("pair-").removeprefix("rare-")
-                                .removeprefix("fused-").removeprefix("short-")]
+                                .removeprefix("fused-").removeprefix("short-").removeprefix("lane-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
@@ -1082,14 +1091,17 @@ def test_persistent_producer_loads_q_and_o_has_its_own_buffer(built, name):
     messages from it, where v25's 4-warp consumer issued one instruction per copy): 2 (D/64) for Q and D/64 each for
     K and V; O's two stores stay; O's own buffer adds a Q tile's bytes of shared memory to v25's; each consumer waits
     for its previous store before it fills O's buffer, in its tile loop, and for its last before it ends (four waits
-    for the copy engine to have read shared memory, against v25's two)."""
+    for the copy engine to have read shared memory, against v25's two). Beside the tiles, the barriers and the
+    consumers' scratch row sums: at most 1024 bytes, 2048 more with LANE_SUMS (v35: each consumer's 64 rows of 4
+    partial sums, where one float per row takes 256 bytes)."""
     shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
     D = shape[4]
     m = built[name]
     assert m["mix"]["UTMALDG"] == 4 * (D // 64) and m["mix"]["UTMASTG"] == 2
     assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read\s+0;", m["ptx"])) == 4
     tiles = 2 * (2 * 128 * D + 2 * stages * bn * D)
-    assert tiles <= m["shared"] <= tiles + 1024
+    scratch = 2 * 64 * 4 * 4 if name in LANE_CONFIGS else 0
+    assert tiles <= m["shared"] <= tiles + 1024 + scratch
     assert m["shared"] <= 232448
 
 
@@ -1595,6 +1607,46 @@ def test_short_reductions_shorten_the_chains_and_keep_the_instructions(built, na
             if bn == 128:
                 assert row_sum_tail(body) >= 3 and row_sum_tail(v33_body) == 1, (row_sum_tail(body),
                                                                                    row_sum_tail(v33_body))
+            assert_overlapped_step(body, name, shape[4], bn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# LANE_SUMS (stage v35): each thread's partial row sums across the steps, the lanes' sums added once per tile
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", LANE_CONFIGS)
+def test_lane_sums_take_the_row_sums_shuffles_out_of_the_kv_loops(built, name):
+    """v33's registers, products, exponentials, loads, stores, barriers and votes, nothing spilled inside the KV
+    loops; in each KV loop v33's instructions but the row sums' exchange across the lanes: half its shuffles (those
+    left are the row maxima's, before the exponentials), 4 FADD fewer (two levels of two rows), its two stores of the
+    scratch row sums one store (and, as v33's, no CTA barrier: LEAN_BARRIERS drops the one before it); between the
+    last exponential and the wait for the P V product no shuffle, where v33 has 4 (the row sums' two levels, two
+    rows); the exponentials still before that wait (the overlap kept)."""
+    from kernels.gluon_fwd import FUSED_STACK_BYTES
+    shape, _, _, _, bn, _ = LANE_CONFIGS[name]
+    m, v33 = built[name], built["fused-" + name.removeprefix("lane-")]
+    assert m["registers"] == v33["registers"]
+    assert m["stack"] <= FUSED_STACK_BYTES and m["local"] == 0
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL"):
+        assert m["mix"].get(op, 0) == v33["mix"].get(op, 0), op
+    if shape[3] > 1:
+        loops, v33_loops = kv_loops(m["sass"]), kv_loops(v33["sass"])
+        assert len(loops) == len(v33_loops) == 4
+
+        def count(body, op):
+            return len([t for t in body if t.startswith(op)])
+        for body, v33_body in zip(loops, v33_loops):
+            assert not [t for t in body if t.startswith(("STL", "LDL"))]
+            for op in ("FMNMX", "FMUL", "FFMA", "F2FP", "MUFU.EX2", "HGMMA", "VOTE"):
+                assert count(body, op) == count(v33_body, op), op
+            assert count(body, "SHFL") * 2 == count(v33_body, "SHFL") == 8
+            assert count(body, "FADD") == count(v33_body, "FADD") - 4
+            assert count(v33_body, "STS") == 2 and count(body, "STS") == 1        # STSM: the partial sums at once
+            assert count(body, "BAR.") == count(v33_body, "BAR.") == 0      # the scratch store's barrier dropped
+            last = [max(i for i, t in enumerate(b) if t.startswith("MUFU.EX2")) for b in (body, v33_body)]
+            wait = [max(i for i, t in enumerate(b) if t.startswith("WARPGROUP.DEPBAR")) for b in (body, v33_body)]
+            assert last[0] < wait[0] and last[1] < wait[1]
+            assert count(body[last[0]:wait[0]], "SHFL") == 0 and count(v33_body[last[1]:wait[1]], "SHFL") == 4
             assert_overlapped_step(body, name, shape[4], bn)
 
 
