@@ -32,14 +32,15 @@ def archive(tmp_path: Path, commit: str) -> Path:
     return wheels
 
 
-def run_part(tmp_path: Path, wheels: Path, commit: str) -> subprocess.CompletedProcess:
+def run_part(tmp_path: Path, wheels: Path, commit: str, part: str = "0", **extra) -> subprocess.CompletedProcess:
     work, out, site = tmp_path / "work", tmp_path / "out", tmp_path / "site"
     work.mkdir(exist_ok=True)
     out.mkdir(exist_ok=True)
     site.mkdir(exist_ok=True)
     (site / ".done").touch()           # the wheels' install is the machine's, not this test's
-    env = {**os.environ, "PROJECT_COMMIT": commit, "OUT": str(out), "WHEELS": str(wheels), "SITE": str(site)}
-    return subprocess.run(["bash", str(SCRIPT), "run-x", "0"], cwd=work, env=env, capture_output=True, text=True)
+    env = {**os.environ, "PROJECT_COMMIT": commit, "OUT": str(out), "WHEELS": str(wheels), "SITE": str(site),
+           "GPU": "nvidia-h200", **extra}
+    return subprocess.run(["bash", str(SCRIPT), "run-x", part], cwd=work, env=env, capture_output=True, text=True)
 
 
 def test_a_fresh_machine_resumes_from_the_same_commits_archive_with_its_files_newer_than_the_tree(tmp_path):
@@ -67,3 +68,12 @@ def test_a_commit_prefix_is_refused_before_anything_runs(tmp_path):
         p = run_part(tmp_path, wheels, bad)
         assert p.returncode == 2 and "give the whole commit, 40 hex digits" in p.stderr, bad
         assert "resumed" not in p.stdout
+
+
+def test_a_step_that_is_not_a_runs_is_refused_before_snakemake(tmp_path):
+    """STEPS names the long steps a command takes beside part 1's; a misspelt one stops the command at once rather
+    than leaving it to Snakemake's 'missing input' after the lease's minutes."""
+    wheels = archive(tmp_path, A)
+    p = run_part(tmp_path, wheels, A, "1", STEPS="bench-n_sweep profil")
+    assert p.returncode == 2 and "STEPS: profil is not a step of a run" in p.stderr
+    assert "GPU: nvidia-h200" in p.stdout and not (tmp_path / "out" / "snakemake-part1.log").exists()

@@ -10,13 +10,19 @@
 #
 #   PROJECT_COMMIT=<40-hex sha> OUT=<folder> WHEELS=.whl bash workflow/scripts/tools/run_parts.sh run-25 1
 #
+# STEPS (optional, with any part): the steps whose outputs this command makes, beside part 1's, named as their
+# staging folders (bench-n_sweep profile qwen3_e2e ...), so that a lease's commands can take the run's long steps in
+# the order that matters (run-35: the N sweep, which the goal's tally reads, before Nsight's profile).
+# GPU (optional): the data folder's GPU; by default the slug of the GPU nvidia-smi names here (pipeline.gpu_env's
+# gpu_slug), passed to Snakemake as config gpu, so that a run on a lent machine of another kind is filed as that GPU's.
+#
 # $WHEELS holds the wheels the machine lacks (Snakemake's and the lock's others), installed once into $SITE (/tmp/site).
 # GPU_TESTS (optional): pytest files run on the GPU after the part's Snakemake (TRITON_INTERPRET=0, within the
 # command's 600 s: killed at GPU_TESTS_END s after the start, 590 unless set), their logs and the kernels' source
 # hashes written to $OUT/gpu-tests-$RUN/ (a probe folder: README and seal are added where it is committed).
 set -u
 RUN=$1 PART=$2
-WHEELS=${WHEELS:-.whl} SITE=${SITE:-/tmp/site} GPU=${GPU:-nvidia-h200} LIMIT=${LIMIT:-555}
+WHEELS=${WHEELS:-.whl} SITE=${SITE:-/tmp/site} LIMIT=${LIMIT:-555}
 export PYTHONUNBUFFERED=1
 : "${PROJECT_COMMIT:?set PROJECT_COMMIT to the commit of the tree}" "${OUT:?set OUT to the folder the results go to}"
 # a whole commit, never a prefix typed by hand (run-19's and run-29's were mistyped: data/COMMIT_CORRECTIONS.csv)
@@ -29,6 +35,8 @@ if [ ! -f "$SITE/.done" ]; then
   python3 -m pip install -q --no-deps --no-index --target "$SITE" "$WHEELS"/*.whl && touch "$SITE/.done" || exit 9
 fi
 export PYTHONPATH=$SITE:$PWD
+GPU=${GPU:-$(PYTHONPATH=$(dirname "$0")/../../.. python3 -c "import subprocess, pipeline.gpu_env as g; print(g.gpu_slug(subprocess.run(['nvidia-smi', '--query-gpu=name', '--format=csv,noheader'], capture_output=True, text=True, check=True).stdout.splitlines()[0]))")} || exit 7
+echo "GPU: $GPU"
 S=results/staging/$GPU/$RUN
 if [ ! -d "$S" ] && [ -f "$WHEELS/staging-$RUN.tar.gz" ]; then
   tar xzf "$WHEELS/staging-$RUN.tar.gz"
@@ -47,8 +55,16 @@ case $PART in
   3) T="$T2 data/$GPU/$RUN/SHA256SUMS";;
   *) echo "part $PART: expected 1, 2 or 3" >&2; exit 2;;
 esac
+for step in ${STEPS:-}; do
+  case $step in
+    bench-*) T="$T $S/$step/timings.csv";;
+    profile) T="$T $S/profile/ncu.csv";;
+    qwen3_e2e) T="$T $S/qwen3_e2e/qwen3_e2e.csv";;
+    *) echo "STEPS: $step is not a step of a run (bench-<set>, profile, qwen3_e2e)" >&2; exit 2;;
+  esac
+done
 timeout -s INT "$LIMIT" python3 -m snakemake --profile profiles/gpu --resources gpu=1 --scheduler greedy \
-  --configfile config/config.yaml config/lite.yaml --config measure=True run="$RUN" 'crosscheck_waivers=[]' -- $T \
+  --configfile config/config.yaml config/lite.yaml --config measure=True run="$RUN" gpu="$GPU" 'crosscheck_waivers=[]' -- $T \
   > "$OUT/snakemake-part$PART.log" 2>&1
 rc=$?
 echo "part $PART rc=$rc after $(( $(date +%s) - t0 )) s"
