@@ -59,3 +59,29 @@ def best_gluon(t: pd.DataFrame) -> pd.DataFrame:
         stage = min(x, key=x.get)
         out[(dtype, n)] = {"x": x[stage], "stage": stage}
     return pd.DataFrame.from_dict(out, orient="index").rename_axis(["dtype", "N"])
+
+
+def repeat_times(t: pd.DataFrame) -> pd.DataFrame:
+    """Each entry's time (RATIO_TIME) per (dtype, N, repeat), one column per variant: the pairs a repeat timed one
+    after the other."""
+    return t.pivot_table(index=["dtype", "N", "repeat"], columns="variant", values=RATIO_TIME)
+
+
+def steady_ratios(t: pd.DataFrame, n: int) -> pd.DataFrame:
+    """At N = n, per dtype (rows) and variant (columns): the median steady stream's time per call over cuDNN's (the
+    steady step's columns, on the rows of the first repeat where it ran)."""
+    s = t[(t.N == n) & t.steady_call_us.notna()]
+    steady = s.groupby(["dtype", "variant"]).steady_call_us.median().unstack("variant")
+    return steady.div(steady["torch-cudnn"], axis=0)
+
+
+NCU_DURATION = "gpu__time_duration.sum"
+
+
+def ncu_durations(ncu_large_n: Path, dtype: str, D: int) -> pd.DataFrame:
+    """A run's Nsight profile at every N (profile/ncu_large_n.csv: one replay per entry, every cache flushed) as a
+    sweep's rows of one repeat, its duration as RATIO_TIME (ns), for best_gluon; the profiled dtype alone."""
+    nc = pd.read_csv(ncu_large_n)
+    nc = nc[nc.instance.isna() & (nc.metric == NCU_DURATION) & nc.key.str.contains(f"|{dtype}|", regex=False)].copy()
+    nc["N"] = nc.key.str.split("|").str[2].str.split(",").str[3].astype(int)
+    return nc.assign(dtype=dtype, D=D, repeat=0).rename(columns={"value": RATIO_TIME})

@@ -89,7 +89,7 @@ rule tables:
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
-GLUON_GRID = f"{DATA}/probes/v34-check"   # the newest GPU verification of the Gluon kernel's current source (its verify step)
+GLUON_GRID = f"{DATA}/run-35"   # the newest GPU verification of the Gluon kernel's current source (its verify step)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
 EXACT_FIRST = f"{DATA}/run-29"   # the first run of the exact exponent (1c7a071), which replaced the clamp
@@ -114,6 +114,7 @@ PROBE_REGS_TIMING = f"{DATA}/probes/exact-regs-timing"   # v2-v4 at run-28's and
 PROBE_REGISTERS = f"{DATA}/probes/exact-registers"   # v2-v5's sm_90 build at run-27's, run-28's and run-29's source
 RUN30 = f"{DATA}/run-30"   # v30's and v31's first measurement (every set but tuning and the ceilings on one GPU)
 RUN31 = f"{DATA}/run-31"   # v32's first measurement in a run (the N sweep on another GPU than the other sets)
+RUN35 = f"{DATA}/run-35"   # v33's, v34's and v35's first measurement in a run (every set on one GPU)
 PROBE_RAREBUG = f"{DATA}/probes/guards-rare-rescale"   # the guard tests that found rare_rescale's bug
 PROBE_RAREFIX = f"{DATA}/probes/rare-rescale-fix"   # its fix checked: guards, the Gluon grid, the operator's tests
 PROBE_SMALLN = f"{DATA}/probes/small-n"   # v32's first check: verified and timed beside v19, v31 and cuDNN
@@ -169,6 +170,9 @@ VALUES = {
     "run31": dict(seal_file=f"{RUN31}/SHA256SUMS", n_sweep=f"{RUN31}/bench-n_sweep/timings.csv",
                   ncu_large_n=f"{RUN31}/profile/ncu_large_n.csv", verify_env=f"{RUN31}/verify/env.json",
                   predictions="data/predictions/stages.csv"),
+    "run35": dict(seal_file=f"{RUN35}/SHA256SUMS", n_sweep=f"{RUN35}/bench-n_sweep/timings.csv",
+                  ncu_large_n=f"{RUN35}/profile/ncu_large_n.csv", verify_env=f"{RUN35}/verify/env.json",
+                  predictions="data/predictions/stages.csv"),
     "order": dict(seal_file=f"{PROBE_ORDER}/SHA256SUMS", order=f"{PROBE_ORDER}/order.csv",
                   kernels=f"{PROBE_ORDER}/kernel_sha256.txt", fixed_kernels=f"{PROBE_RAREFIX}/kernel_sha256.txt"),
     "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",
@@ -219,7 +223,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "v28check": PROBE_V28, "host28": PROBE_HOST28, "repeats28": PROBE_REP28,
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
-          "run31": RUN31, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER}
+          "run31": RUN31, "run35": RUN35, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER}
 
 
 rule values:

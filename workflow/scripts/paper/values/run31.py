@@ -33,7 +33,7 @@ import pandas as pd
 from pipeline import seal
 from pipeline.latex import Values, fixed
 from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME
-from pipeline.sweep import best_gluon, medians, predicted, verdict
+from pipeline.sweep import NCU_DURATION, best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
 
 STAGE, BEFORE, KERNEL_AT_SHORT = "v32", "v31", "v19"   # v32, the stage before it, the kernel it runs at N <= 512
 SHORT_N, LONG_N = 512, 16384     # v32's N with v19's kernel; the sweep's longest, at the power cap
@@ -44,7 +44,7 @@ STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}   # p31best's column o
 HELD_COLUMN = {"fp16": "held", "bf16": "bf16held"}    # p31's column of a prediction's verdict, per dtype
 FOUR_DIGITS = {"bf16": "bf164"}      # p31best's column of its ratio to four decimals (bfloat16's: the margin is thin)
 # Nsight's metrics at N = 512 (ncu_large_n.csv, float16), per p31ncu column
-NCU = {"max": "sm__cycles_active.max", "min": "sm__cycles_active.min", "dur": "gpu__time_duration.sum",
+NCU = {"max": "sm__cycles_active.max", "min": "sm__cycles_active.min", "dur": NCU_DURATION,
        "instmax": "smsp__inst_executed.max"}
 
 
@@ -88,7 +88,7 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     v.macro("RunThirtyOneGoalMissed", str(int((best.x > GOAL_X).sum())))
 
     # per repeat, at the power-capped lengths: each stage's time over cuDNN's of the same repeat, lowest and highest
-    by_rep = t.pivot_table(index=["dtype", "N", "repeat"], columns="variant", values=RATIO_TIME)
+    by_rep = repeat_times(t)
     for (dtype, n), r in by_rep.groupby(level=["dtype", "N"]):
         if n not in CAPPED_N:
             continue
@@ -104,11 +104,9 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     v.put("p31pair", str(LONG_N), "lo", f"{pairs.min():+.1f}")
     v.put("p31pair", str(LONG_N), "hi", f"{pairs.max():+.1f}")
 
-    s = t[(t.N == LONG_N) & t.steady_call_us.notna()]
-    steady = s.groupby(["dtype", "variant"]).steady_call_us.median().unstack("variant")
-    for dtype, r in steady.iterrows():
+    for dtype, r in steady_ratios(t, LONG_N).iterrows():
         for st in (BEFORE, STAGE):
-            v.put("p31steady", f"{st}@{DTYPES[dtype]}", "x", fixed(r[st] / r["torch-cudnn"], 3))
+            v.put("p31steady", f"{st}@{DTYPES[dtype]}", "x", fixed(r[st], 3))
 
     nc = pd.read_csv(ncu_large_n)
     nc = nc[nc.instance.isna() & nc.key.str.contains("float16") & nc.metric.isin(NCU.values())].copy()
@@ -124,7 +122,7 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
         v.put("p31ncu", f"{STAGE}-{KERNEL_AT_SHORT}@{SHORT_N}", col, f"{change:+.1f}")
     # the goal's points by Nsight's duration instead of the timer (float16, one profile per entry, every cache
     # flushed, on the other GPU): the fastest Gluon kernel (stages that launch one kernel pooled, as best_gluon)
-    dur = nc[nc.metric == NCU["dur"]].assign(dtype=HEADLINE["dtype"], D=HEADLINE["D"], repeat=0).rename(columns={"value": RATIO_TIME})
+    dur = ncu_durations(ncu_large_n, HEADLINE["dtype"], HEADLINE["D"])
     ncu_best = best_gluon(dur)
     by_n = dur.pivot_table(index="N", columns="variant", values=RATIO_TIME)
     for n, r in by_n.iterrows():

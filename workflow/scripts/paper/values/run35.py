@@ -1,0 +1,142 @@
+"""The paper's numbers from run-35 (data/<gpu>/run-35: the lite plan at one commit, every set and Nsight's profile on
+one GPU in one lease): the first measurement in a run of v33 (fused_exponent), v34 (short_reductions) and v35
+(lane_sums), and the goal's tally there.
+
+- \\RunThirtyFiveCommit, \\RunThirtyFiveGpu, \\RunThirtyFiveRepeats: the commit, the one GPU of every set (refused
+  where two sets ran on two GPUs) and the N sweep's repeats per entry;
+- \\val{p35}{<stage>@<N>}{fp16|bf16|pred|held|bf16held}: each new stage's time against the stage its prediction names
+  (data/predictions/stages.csv's compared_to: v32 for v33, v33 for v34 and v35), percent, the medians of the N
+  sweep's repeats (kernels alone); the prediction's range (float16's) and its verdicts;
+  \\val{p35held}{<stage>}{held|of}: of the stage's float16 time predictions, those that held and those checked;
+- \\val{p35x}{<stage>@<N>}{fp16|bf16}: v32 to v35's time over cuDNN's; {pred|held}: the ratio's prediction and its
+  verdict, where one was made;
+- \\val{p35best}{<N>}{fp16|bf16|fp16stage|bf16stage|fp164|bf164}: the fastest Gluon kernel's ratio to cuDNN (the
+  stages that launch one kernel pooled, best_gluon) and its stages, the ratio also to four decimals;
+  \\RunThirtyFiveGoalMet, \\RunThirtyFiveGoalMissed, \\RunThirtyFiveGoalOf: the (N, dtype) points at most the goal's
+  0.90, above it, and all;
+- \\val{p35rep}{<stage>@<8192|16384>}{fp16lo|fp16hi|bf16lo|bf16hi}: the lowest and highest of the stage's per-repeat
+  ratios to cuDNN at the power-capped lengths;
+- \\val{p35steady}{<stage>@<fp16|bf16>}{x}: at N = 16384, the steady stream's time per call over cuDNN's;
+- \\val{p35ncubest}{<N>}{x|stage}: by Nsight's duration (float16, one replay per entry, every cache flushed) the
+  fastest Gluon kernel's over cuDNN's, and its stages; \\RunThirtyFiveNcuGoalMet of \\RunThirtyFiveNcuGoalOf: the
+  lengths where it is at most the goal's 0.90; \\val{p35ncux}{<stage>@<N>}{x}: the new stages' there.
+"""
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import seal
+from pipeline.latex import Values, fixed
+from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME
+from pipeline.sweep import best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
+
+NEW = ("v33", "v34", "v35")      # the stages run-35 measured in a run for the first time
+SHOWN = ("v32", *NEW)            # the stages whose ratio to cuDNN the text gives
+LONG_N = 16384                   # the sweep's longest, at the power cap: the steady stream's length
+CAPPED_N = (8192, 16384)         # the lengths at the power cap, where p35rep gives each repeat's ratio
+DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
+STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}   # p35best's column of the best stage, per dtype
+FOUR_DIGITS = {"fp16": "fp164", "bf16": "bf164"}             # p35best's column of its ratio to four decimals
+HELD_COLUMN = {"fp16": "held", "bf16": "bf16held"}           # p35's column of a prediction's verdict, per dtype
+
+
+def one_gpu(run: Path) -> str:
+    """The GPU (UUID) every timed set of the run ran on; ValueError where two sets ran on two GPUs."""
+    uuids = {u for f in sorted(run.glob("bench-*/timings.csv")) for u in pd.read_csv(f).gpu_uuid.unique()}
+    if len(uuids) != 1:
+        raise ValueError(f"{run}: its sets ran on {sorted(uuids)}; this paragraph reads a run of one GPU")
+    return uuids.pop()
+
+
+def compared_to(pred: pd.DataFrame, stage: str) -> str:
+    """The stage a stage's time predictions are against (compared_to of its quantity-time rows): one, or ValueError."""
+    c = set(pred[(pred.stage == stage) & (pred.quantity == "time")].compared_to)
+    if len(c) != 1:
+        raise ValueError(f"{stage}: its time predictions compare with {sorted(c)}, one stage expected")
+    return c.pop()
+
+
+def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, predictions: Path) -> Values:
+    run = Path(seal_file).parent
+    seal.verify(run)
+    v = Values("run35")
+    env = json.loads(Path(verify_env).read_text())
+    gpu = one_gpu(run)
+    if env["end"]["uuid"] != gpu:
+        raise ValueError(f"{verify_env}: the verify step ran on {env['end']['uuid']}, the sets on {gpu}")
+    v.macro("RunThirtyFiveCommit", env["project_commit"][:7])
+    v.macro("RunThirtyFiveGpu", gpu[:12])
+    t, med, ratio = medians(n_sweep)
+    v.macro("RunThirtyFiveRepeats", str(int(t.groupby("key").repeat.nunique().min())))
+    pred = pd.read_csv(predictions)
+
+    for stage in NEW:
+        before = compared_to(pred, stage)
+        held = of = 0
+        for (dtype, n), m in med.iterrows():
+            col = DTYPES[dtype]
+            step = 100 * (m[stage] / m[before] - 1)
+            v.put("p35", f"{stage}@{n}", col, f"{step:+.1f}")
+            p = predicted(pred, stage, "time", n, dtype)
+            if p:
+                if col == "fp16":
+                    v.put("p35", f"{stage}@{n}", "pred", f"{p[0]:g} to {p[1]:g}")
+                    of += 1
+                    held += verdict(round(step, 1), *p) == "held"
+                v.put("p35", f"{stage}@{n}", HELD_COLUMN[col], verdict(round(step, 1), *p))
+        v.put("p35held", stage, "held", str(held))
+        v.put("p35held", stage, "of", str(of))
+
+    for (dtype, n), r in ratio.iterrows():
+        col = DTYPES[dtype]
+        for st in SHOWN:
+            v.put("p35x", f"{st}@{n}", col, fixed(r[st], 3))
+        for st in NEW:
+            q = predicted(pred, st, "time_ratio", n, dtype)
+            if q:
+                lo, hi = q
+                v.put("p35x", f"{st}@{n}", "pred", f"{1 + lo / 100:.2f} to {1 + hi / 100:.2f}")
+                v.put("p35x", f"{st}@{n}", "held", verdict(round(100 * (r[st] - 1), 1), lo, hi))
+
+    best = best_gluon(t)
+    for (dtype, n), b in best.iterrows():
+        col = DTYPES[dtype]
+        v.put("p35best", str(n), col, fixed(b.x, 3))
+        v.put("p35best", str(n), FOUR_DIGITS[col], fixed(b.x, 4))
+        v.put("p35best", str(n), STAGE_COLUMN[col], b.stage)
+    v.macro("RunThirtyFiveGoalMet", str(int((best.x <= GOAL_X).sum())))
+    v.macro("RunThirtyFiveGoalOf", str(len(best)))
+    v.macro("RunThirtyFiveGoalMissed", str(int((best.x > GOAL_X).sum())))
+
+    by_rep = repeat_times(t)
+    for (dtype, n), r in by_rep.groupby(level=["dtype", "N"]):
+        if n not in CAPPED_N:
+            continue
+        for st in ("v33", "v35"):
+            x = r[st] / r["torch-cudnn"]
+            v.put("p35rep", f"{st}@{n}", f"{DTYPES[dtype]}lo", fixed(x.min(), 3))
+            v.put("p35rep", f"{st}@{n}", f"{DTYPES[dtype]}hi", fixed(x.max(), 3))
+
+    for dtype, r in steady_ratios(t, LONG_N).iterrows():
+        for st in ("v33", "v35"):
+            v.put("p35steady", f"{st}@{DTYPES[dtype]}", "x", fixed(r[st], 3))
+
+    dur = ncu_durations(ncu_large_n, HEADLINE["dtype"], HEADLINE["D"])
+    ncu_best = best_gluon(dur)
+    by_n = dur.pivot_table(index="N", columns="variant", values=RATIO_TIME)
+    for n, r in by_n.iterrows():
+        for st in NEW:
+            v.put("p35ncux", f"{st}@{n}", "x", fixed(r[st] / r["torch-cudnn"], 3))
+    for (_, n), b in ncu_best.iterrows():
+        v.put("p35ncubest", str(n), "x", fixed(b.x, 3))
+        v.put("p35ncubest", str(n), "stage", b.stage)
+    v.macro("RunThirtyFiveNcuGoalMet", str(int((ncu_best.x <= GOAL_X).sum())))
+    v.macro("RunThirtyFiveNcuGoalOf", str(len(ncu_best)))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
