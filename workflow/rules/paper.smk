@@ -172,7 +172,7 @@ VALUES = {
                   predictions="data/predictions/stages.csv"),
     "run35": dict(seal_file=f"{RUN35}/SHA256SUMS", n_sweep=f"{RUN35}/bench-n_sweep/timings.csv",
                   ncu_large_n=f"{RUN35}/profile/ncu_large_n.csv", verify_env=f"{RUN35}/verify/env.json",
-                  predictions="data/predictions/stages.csv"),
+                  predictions="data/predictions/stages.csv", runs=rules.aggregate.output.runs),
     "order": dict(seal_file=f"{PROBE_ORDER}/SHA256SUMS", order=f"{PROBE_ORDER}/order.csv",
                   kernels=f"{PROBE_ORDER}/kernel_sha256.txt", fixed_kernels=f"{PROBE_RAREFIX}/kernel_sha256.txt"),
     "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",

@@ -3,7 +3,8 @@ one GPU in one lease): the first measurement in a run of v33 (fused_exponent), v
 (lane_sums), and the goal's tally there.
 
 - \\RunThirtyFiveCommit, \\RunThirtyFiveGpu, \\RunThirtyFiveRepeats: the commit, the one GPU of every set (refused
-  where two sets ran on two GPUs) and the N sweep's repeats per entry;
+  where two sets ran on two GPUs) and the N sweep's repeats per entry; \\RunThirtyFiveOrder: how its benches ordered a
+  shape's entries (the aggregate's runs.csv, entry_order);
 - \\val{p35}{<stage>@<N>}{fp16|bf16|pred|held|bf16held}: each new stage's time against the stage its prediction names
   (data/predictions/stages.csv's compared_to: v32 for v33, v33 for v34 and v35), percent, the medians of the N
   sweep's repeats (kernels alone); the prediction's range (float16's) and its verdicts;
@@ -19,7 +20,10 @@ one GPU in one lease): the first measurement in a run of v33 (fused_exponent), v
 - \\val{p35steady}{<stage>@<fp16|bf16>}{x}: at N = 16384, the steady stream's time per call over cuDNN's;
 - \\val{p35ncubest}{<N>}{x|stage}: by Nsight's duration (float16, one replay per entry, every cache flushed) the
   fastest Gluon kernel's over cuDNN's, and its stages; \\RunThirtyFiveNcuGoalMet of \\RunThirtyFiveNcuGoalOf: the
-  lengths where it is at most the goal's 0.90; \\val{p35ncux}{<stage>@<N>}{x}: the new stages' there.
+  lengths where it is at most the goal's 0.90; \\val{p35ncux}{<stage>@<N>}{x}: the new stages' there;
+- \\val{p35ncu}{<v33|v35|cudnn>@16384}{<NSIGHT key>}: Nsight's counters at N = 16384 (float16): the tensor pipe's and
+  the issue slots' busy percent, the warps' stalls per issued instruction (fixed-latency wait, barrier, short
+  scoreboard), the mean SM's active cycles (millions); \\val{p35ncu}{v35-cudnn@16384}{cycles}: v35's over cuDNN's.
 """
 import json
 import sys
@@ -32,6 +36,8 @@ from pipeline.latex import Values, fixed
 from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME
 from pipeline.sweep import best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
 
+ORDER = {"alternating": "each shape's entries in reverse order every second repeat",     # runs.csv's entry_order
+         "fixed": "each shape's entries in one fixed order"}
 NEW = ("v33", "v34", "v35")      # the stages run-35 measured in a run for the first time
 SHOWN = ("v32", *NEW)            # the stages whose ratio to cuDNN the text gives
 LONG_N = 16384                   # the sweep's longest, at the power cap: the steady stream's length
@@ -40,6 +46,13 @@ DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}   # p35best's column of the best stage, per dtype
 FOUR_DIGITS = {"fp16": "fp164", "bf16": "bf164"}             # p35best's column of its ratio to four decimals
 HELD_COLUMN = {"fp16": "held", "bf16": "bf16held"}           # p35's column of a prediction's verdict, per dtype
+NSIGHT = {"tensor": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",    # p35ncu's columns
+          "issue": "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
+          "wait": "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+          "barrier": "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+          "short": "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
+          "cycles": "sm__cycles_active.avg"}
+NSIGHT_ROWS = {"v33": "v33", "v35": "v35", "torch-cudnn": "cudnn"}   # the entries p35ncu gives, by its row name
 
 
 def one_gpu(run: Path) -> str:
@@ -58,7 +71,8 @@ def compared_to(pred: pd.DataFrame, stage: str) -> str:
     return c.pop()
 
 
-def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, predictions: Path) -> Values:
+def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, predictions: Path,
+           runs: Path) -> Values:
     run = Path(seal_file).parent
     seal.verify(run)
     v = Values("run35")
@@ -70,6 +84,10 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     v.macro("RunThirtyFiveGpu", gpu[:12])
     t, med, ratio = medians(n_sweep)
     v.macro("RunThirtyFiveRepeats", str(int(t.groupby("key").repeat.nunique().min())))
+    order = pd.read_csv(runs).set_index("run").entry_order.astype(str)[run.name]
+    if order not in ORDER:
+        raise ValueError(f"{runs}: {run.name}'s entry order is {order!r}, not one the text can say ({sorted(ORDER)})")
+    v.macro("RunThirtyFiveOrder", ORDER[order])
     pred = pd.read_csv(predictions)
 
     for stage in NEW:
@@ -134,6 +152,18 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
         v.put("p35ncubest", str(n), "stage", b.stage)
     v.macro("RunThirtyFiveNcuGoalMet", str(int((ncu_best.x <= GOAL_X).sum())))
     v.macro("RunThirtyFiveNcuGoalOf", str(len(ncu_best)))
+
+    nc = pd.read_csv(ncu_large_n)
+    nc = nc[nc.instance.isna() & nc.key.str.contains(f"|{HEADLINE['dtype']}|", regex=False)
+            & nc.key.str.contains(f",{LONG_N},", regex=False) & nc.metric.isin(NSIGHT.values())]
+    m = nc.pivot_table(index="variant", columns="metric", values="value")
+    for st, row in NSIGHT_ROWS.items():
+        for col, metric in NSIGHT.items():
+            x = m.loc[st, metric]
+            v.put("p35ncu", f"{row}@{LONG_N}", col, f"{x / 1e6:.2f}" if col == "cycles" else
+                  (f"{x:.1f}" if col in ("tensor", "issue") else f"{x:.2f}"))
+    v.put("p35ncu", f"v35-cudnn@{LONG_N}", "cycles",
+          fixed(m.loc["v35", NSIGHT["cycles"]] / m.loc["torch-cudnn", NSIGHT["cycles"]], 3))
     return v
 
 
