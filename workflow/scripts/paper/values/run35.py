@@ -14,26 +14,37 @@ one GPU in one lease): the first measurement in a run of v33 (fused_exponent), v
 - \\val{p35best}{<N>}{fp16|bf16|fp16stage|bf16stage|fp164|bf164}: the fastest Gluon kernel's ratio to cuDNN (the
   stages that launch one kernel pooled, best_gluon) and its stages, the ratio also to four decimals;
   \\RunThirtyFiveGoalMet, \\RunThirtyFiveGoalMissed, \\RunThirtyFiveGoalOf: the (N, dtype) points at most the goal's
-  0.90, above it, and all;
+  0.90, above it, and all; \\RunThirtyFiveGoalMissedAt: where it is above (the lengths, each with its dtypes);
+- \\val{p35gm}{<stage>}{x}: v32 to v35's geometric mean over the sweep's points of their time over cuDNN's (within
+  the run, each stage apart);
 - \\val{p35rep}{<stage>@<8192|16384>}{fp16lo|fp16hi|bf16lo|bf16hi}: the lowest and highest of the stage's per-repeat
   ratios to cuDNN at the power-capped lengths;
 - \\val{p35steady}{<stage>@<fp16|bf16>}{x}: at N = 16384, the steady stream's time per call over cuDNN's;
 - \\val{p35ncubest}{<N>}{x|stage}: by Nsight's duration (float16, one replay per entry, every cache flushed) the
   fastest Gluon kernel's over cuDNN's, and its stages; \\RunThirtyFiveNcuGoalMet of \\RunThirtyFiveNcuGoalOf: the
-  lengths where it is at most the goal's 0.90; \\val{p35ncux}{<stage>@<N>}{x}: the new stages' there;
+  lengths where it is at most the goal's 0.90, \\RunThirtyFiveNcuGoalMissedAt those where it is not;
+  \\val{p35ncux}{<stage>@<N>}{x}: the new stages' there;
 - \\val{p35ncu}{<v33|v35|cudnn>@16384}{<NSIGHT key>}: Nsight's counters at N = 16384 (float16): the tensor pipe's and
   the issue slots' busy percent, the warps' stalls per issued instruction (fixed-latency wait, barrier, short
-  scoreboard), the mean SM's active cycles (millions); \\val{p35ncu}{v35-cudnn@16384}{cycles}: v35's over cuDNN's.
+  scoreboard), the mean SM's active cycles (millions) and of them those with the tensor pipe active (tcycles,
+  millions); \\val{p35ncu}{v35-cudnn@16384}{cycles}: v35's over cuDNN's;
+- \\val{p35long}{<v35|cudnn>@<fp16|bf16>}{lo|hi}: at N = 16384, the lowest and highest of the entry's repeats (kernel
+  time, us); \\val{p35long}{v35@<dtype>}{tflops|tflopslo|tflopshi|mhz|mhzlo|mhzhi}: v35's causal TFLOP/s there (the
+  median and range over its repeats) and the SM clock NVML read over its samples (the median of the repeats' medians,
+  the lowest and highest reading); \\RunThirtyFiveStretch: whether v35's median reached the stretch goal's TFLOP/s
+  (\\StretchTflops) in both dtypes.
 """
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME
+from kernels.shapes import attention_flops
+from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME, STRETCH_TFLOPS
 from pipeline.sweep import best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
 
 ORDER = {"alternating": "each shape's entries in reverse order every second repeat",     # runs.csv's entry_order
@@ -61,6 +72,17 @@ def one_gpu(run: Path) -> str:
     if len(uuids) != 1:
         raise ValueError(f"{run}: its sets ran on {sorted(uuids)}; this paragraph reads a run of one GPU")
     return uuids.pop()
+
+
+def missed_at(best: pd.DataFrame) -> str:
+    """The points of a tally (best_gluon's rows) above the goal, as the text says them: '$N=$ 16384 in float16 and
+    bfloat16', lengths joined by 'and' ('none' where every point is within)."""
+    out = best[best.x > GOAL_X]
+    if out.empty:
+        return "none"
+    parts = [f"{n} in {' and '.join(sorted(g.index.get_level_values('dtype'), reverse=True))}"
+             for n, g in out.groupby(level="N")]
+    return "$N=$ " + " and ".join(parts)
 
 
 def compared_to(pred: pd.DataFrame, stage: str) -> str:
@@ -127,12 +149,33 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     v.macro("RunThirtyFiveGoalMet", str(int((best.x <= GOAL_X).sum())))
     v.macro("RunThirtyFiveGoalOf", str(len(best)))
     v.macro("RunThirtyFiveGoalMissed", str(int((best.x > GOAL_X).sum())))
+    v.macro("RunThirtyFiveGoalMissedAt", missed_at(best))
+    for st in SHOWN:
+        v.put("p35gm", st, "x", fixed(float(np.exp(np.log(ratio[st]).mean())), 3))
+
+    long = t[(t.N == LONG_N) & t.variant.isin(["v35", "torch-cudnn"])].copy()
+    long["tflops"] = attention_flops(long.B, long.H, long.N, long.D, long.causal) / long[RATIO_TIME] / 1e6
+    stretch = []
+    for (dtype, st), r in long.groupby(["dtype", "variant"]):
+        row = f"{'cudnn' if st == 'torch-cudnn' else st}@{DTYPES[dtype]}"
+        v.put("p35long", row, "lo", f"{r[RATIO_TIME].min():.0f}")
+        v.put("p35long", row, "hi", f"{r[RATIO_TIME].max():.0f}")
+        if st == "v35":
+            v.put("p35long", row, "tflops", f"{r.tflops.median():.0f}")
+            v.put("p35long", row, "tflopslo", f"{r.tflops.min():.0f}")
+            v.put("p35long", row, "tflopshi", f"{r.tflops.max():.0f}")
+            v.put("p35long", row, "mhz", f"{r.sm_mhz.median():.0f}")
+            v.put("p35long", row, "mhzlo", f"{r.sm_min_mhz.min():.0f}")
+            v.put("p35long", row, "mhzhi", f"{r.sm_max_mhz.max():.0f}")
+            stretch.append(r.tflops.median() >= STRETCH_TFLOPS)
+    v.macro("RunThirtyFiveStretch", "reached" if all(stretch) else "not reached")
+    v.macro("StretchTflops", str(STRETCH_TFLOPS))
 
     by_rep = repeat_times(t)
     for (dtype, n), r in by_rep.groupby(level=["dtype", "N"]):
         if n not in CAPPED_N:
             continue
-        for st in ("v33", "v35"):
+        for st in ("v32", "v33", "v35"):
             x = r[st] / r["torch-cudnn"]
             v.put("p35rep", f"{st}@{n}", f"{DTYPES[dtype]}lo", fixed(x.min(), 3))
             v.put("p35rep", f"{st}@{n}", f"{DTYPES[dtype]}hi", fixed(x.max(), 3))
@@ -152,6 +195,7 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
         v.put("p35ncubest", str(n), "stage", b.stage)
     v.macro("RunThirtyFiveNcuGoalMet", str(int((ncu_best.x <= GOAL_X).sum())))
     v.macro("RunThirtyFiveNcuGoalOf", str(len(ncu_best)))
+    v.macro("RunThirtyFiveNcuGoalMissedAt", missed_at(ncu_best))
 
     nc = pd.read_csv(ncu_large_n)
     nc = nc[nc.instance.isna() & nc.key.str.contains(f"|{HEADLINE['dtype']}|", regex=False)
@@ -164,6 +208,9 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
                   (f"{x:.1f}" if col in ("tensor", "issue") else f"{x:.2f}"))
     v.put("p35ncu", f"v35-cudnn@{LONG_N}", "cycles",
           fixed(m.loc["v35", NSIGHT["cycles"]] / m.loc["torch-cudnn", NSIGHT["cycles"]], 3))
+    for st, row in NSIGHT_ROWS.items():
+        v.put("p35ncu", f"{row}@{LONG_N}", "tcycles",
+              f"{m.loc[st, NSIGHT['tensor']] / 100 * m.loc[st, NSIGHT['cycles']] / 1e6:.2f}")
     return v
 
 
