@@ -21,8 +21,7 @@ the other sets, a later lease's): the first measurement of v32 (small_n_tile) in
   instructions; \\val{p31ncu}{v32-v19@512}{max|dur|instmax}: v32's against v19's (percent);
 - \\val{p31ncubest}{<N>}{x|stage}: by Nsight's duration at every N of the profile (float16), the fastest Gluon
   kernel's over cuDNN's and its stages (pooled as in best_gluon); \\RunThirtyOneNcuGoalMet of
-  \\RunThirtyOneNcuGoalOf: the lengths where it is at most the goal's 0.90; \\val{p31ncux}{<v31|v32>@<N>}{x}: the
-  stage's duration over cuDNN's there.
+  \\RunThirtyOneNcuGoalOf: the lengths where it is at most the goal's 0.90.
 """
 import json
 import sys
@@ -124,10 +123,6 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     # flushed, on the other GPU): the fastest Gluon kernel (stages that launch one kernel pooled, as best_gluon)
     dur = ncu_durations(ncu_large_n, HEADLINE["dtype"], HEADLINE["D"])
     ncu_best = best_gluon(dur)
-    by_n = dur.pivot_table(index="N", columns="variant", values=RATIO_TIME)
-    for n, r in by_n.iterrows():
-        for st in (BEFORE, STAGE):
-            v.put("p31ncux", f"{st}@{n}", "x", fixed(r[st] / r["torch-cudnn"], 3))
     for (_, n), b in ncu_best.iterrows():
         v.put("p31ncubest", str(n), "x", fixed(b.x, 3))
         v.put("p31ncubest", str(n), "stage", b.stage)

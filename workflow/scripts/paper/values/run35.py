@@ -5,14 +5,14 @@ one GPU in one lease): the first measurement in a run of v33 (fused_exponent), v
 - \\RunThirtyFiveCommit, \\RunThirtyFiveGpu, \\RunThirtyFiveRepeats: the commit, the one GPU of every set (refused
   where two sets ran on two GPUs) and the N sweep's repeats per entry; \\RunThirtyFiveOrder: how its benches ordered a
   shape's entries (the aggregate's runs.csv, entry_order);
-- \\val{p35}{<stage>@<N>}{fp16|bf16|pred|held|bf16held}: each new stage's time against the stage its prediction names
+- \\val{p35}{<stage>@<N>}{fp16|bf16|pred}: each new stage's time against the stage its prediction names
   (data/predictions/stages.csv's compared_to: v32 for v33, v33 for v34 and v35), percent, the medians of the N
-  sweep's repeats (kernels alone); the prediction's range (float16's) and its verdicts;
+  sweep's repeats (kernels alone); the prediction's range (float16's);
   \\val{p35held}{<stage>}{held|of}: of the stage's float16 time predictions, those that held and those checked;
-- \\val{p35x}{<stage>@<N>}{fp16|bf16}: v32 to v35's time over cuDNN's; {pred|held}: the ratio's prediction and its
+- \\val{p35x}{<stage>@<N>}{fp16}: v32 to v35's time over cuDNN's (float16); {pred|held}: the ratio's prediction and its
   verdict, where one was made;
-- \\val{p35best}{<N>}{fp16|bf16|fp16stage|bf16stage|fp164|bf164}: the fastest Gluon kernel's ratio to cuDNN (the
-  stages that launch one kernel pooled, best_gluon) and its stages, the ratio also to four decimals;
+- \\val{p35best}{<N>}{fp16|bf16|fp16stage|fp164|bf164}: the fastest Gluon kernel's ratio to cuDNN (the
+  stages that launch one kernel pooled, best_gluon) and its stages (float16's), the ratio also to four decimals;
   \\RunThirtyFiveGoalMet, \\RunThirtyFiveGoalMissed, \\RunThirtyFiveGoalOf: the (N, dtype) points at most the goal's
   0.90, above it, and all; \\RunThirtyFiveGoalMissedAt: where it is above (the lengths, each with its dtypes);
 - \\val{p35gm}{<stage>}{x}: v32 to v35's geometric mean over the sweep's points of their time over cuDNN's (within
@@ -54,9 +54,8 @@ SHOWN = ("v32", *NEW)            # the stages whose ratio to cuDNN the text give
 LONG_N = 16384                   # the sweep's longest, at the power cap: the steady stream's length
 CAPPED_N = (8192, 16384)         # the lengths at the power cap, where p35rep gives each repeat's ratio
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
-STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}   # p35best's column of the best stage, per dtype
+REPEAT_COLUMNS = {"float16": ("fp16lo", "fp16hi"), "bfloat16": ("bf16lo", "bf16hi")}   # p35rep's lowest, highest
 FOUR_DIGITS = {"fp16": "fp164", "bf16": "bf164"}             # p35best's column of its ratio to four decimals
-HELD_COLUMN = {"fp16": "held", "bf16": "bf16held"}           # p35's column of a prediction's verdict, per dtype
 NSIGHT = {"tensor": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",    # p35ncu's columns
           "issue": "sm__issue_active.avg.pct_of_peak_sustained_elapsed",
           "wait": "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
@@ -125,14 +124,14 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
                     v.put("p35", f"{stage}@{n}", "pred", f"{p[0]:g} to {p[1]:g}")
                     of += 1
                     held += verdict(round(step, 1), *p) == "held"
-                v.put("p35", f"{stage}@{n}", HELD_COLUMN[col], verdict(round(step, 1), *p))
         v.put("p35held", stage, "held", str(held))
         v.put("p35held", stage, "of", str(of))
 
     for (dtype, n), r in ratio.iterrows():
-        col = DTYPES[dtype]
+        if dtype != "float16":
+            continue                     # the text gives the ratios in float16, the goal's tally both dtypes
         for st in SHOWN:
-            v.put("p35x", f"{st}@{n}", col, fixed(r[st], 3))
+            v.put("p35x", f"{st}@{n}", "fp16", fixed(r[st], 3))
         for st in NEW:
             q = predicted(pred, st, "time_ratio", n, dtype)
             if q:
@@ -145,7 +144,8 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
         col = DTYPES[dtype]
         v.put("p35best", str(n), col, fixed(b.x, 3))
         v.put("p35best", str(n), FOUR_DIGITS[col], fixed(b.x, 4))
-        v.put("p35best", str(n), STAGE_COLUMN[col], b.stage)
+        if col == "fp16":
+            v.put("p35best", str(n), "fp16stage", b.stage)
     v.macro("RunThirtyFiveGoalMet", str(int((best.x <= GOAL_X).sum())))
     v.macro("RunThirtyFiveGoalOf", str(len(best)))
     v.macro("RunThirtyFiveGoalMissed", str(int((best.x > GOAL_X).sum())))
@@ -177,8 +177,9 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
             continue
         for st in ("v32", "v33", "v35"):
             x = r[st] / r["torch-cudnn"]
-            v.put("p35rep", f"{st}@{n}", f"{DTYPES[dtype]}lo", fixed(x.min(), 3))
-            v.put("p35rep", f"{st}@{n}", f"{DTYPES[dtype]}hi", fixed(x.max(), 3))
+            lo, hi = REPEAT_COLUMNS[dtype]
+            v.put("p35rep", f"{st}@{n}", lo, fixed(x.min(), 3))
+            v.put("p35rep", f"{st}@{n}", hi, fixed(x.max(), 3))
 
     for dtype, r in steady_ratios(t, LONG_N).iterrows():
         for st in ("v33", "v35"):
