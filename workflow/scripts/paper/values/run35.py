@@ -33,6 +33,14 @@ one GPU in one lease): the first measurement in a run of v33 (fused_exponent), v
   median and range over its repeats) and the SM clock NVML read over its samples (the median of the repeats' medians,
   the lowest and highest reading); \\RunThirtyFiveStretch: whether v35's median reached the stretch goal's TFLOP/s
   (\\StretchTflops) in both dtypes.
+- \\val{p35fast}{<v35|v33>@<8192|16384>}{fp16lo|fp16hi|bf16lo|bf16hi}: the lowest and highest over the repeats of the
+  stage's fastest sample over cuDNN's (min_us: each entry's fastest of its samples, all of a call's GPU work);
+  \\val{p35fast}{v35-v33@16384}{...}: v35's fastest sample against v33's, percent; \\val{p35quart}{<v35|cudnn>@16384}
+  {q25|q75lo|q75hi}: float16's lower quartile of the samples (the lowest over the repeats) and upper quartile (its
+  range), the two groups of samples at the power cap; \\val{p35memset}{cudnn@16384}{us}: cuDNN's call's GPU work
+  beyond its kernels there (median over the repeats, float16), which min_us holds and kernels_us does not;
+  \\val{p35need}{v35@16384}{fp16|bf16}: the percent v35's fastest sample would have to lose for its highest ratio
+  over the repeats to reach the goal's.
 """
 import json
 import sys
@@ -180,6 +188,32 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
             lo, hi = REPEAT_COLUMNS[dtype]
             v.put("p35rep", f"{st}@{n}", lo, fixed(x.min(), 3))
             v.put("p35rep", f"{st}@{n}", hi, fixed(x.max(), 3))
+
+    # each entry's fastest sample: at the power cap an entry's samples fall in two groups (the clock's states), and
+    # the median of 25 lands in either; the fastest are the same group's (samples: all of a call's GPU work)
+    fast = t.pivot_table(index=["dtype", "N", "repeat"], columns="variant", values="min_us")
+    for (dtype, n), r in fast.groupby(level=["dtype", "N"]):
+        if n not in CAPPED_N:
+            continue
+        lo, hi = REPEAT_COLUMNS[dtype]
+        for st in ("v33", "v35"):
+            x = r[st] / r["torch-cudnn"]
+            v.put("p35fast", f"{st}@{n}", lo, fixed(x.min(), 3))
+            v.put("p35fast", f"{st}@{n}", hi, fixed(x.max(), 3))
+        if n == LONG_N:
+            need = 100 * (1 - GOAL_X / (r["v35"] / r["torch-cudnn"]).max())
+            v.put("p35need", f"v35@{n}", DTYPES[dtype], f"{need:.1f}")
+            step = 100 * (r["v35"] / r["v33"] - 1)
+            v.put("p35fast", f"v35-v33@{n}", lo, f"{step.min():+.1f}")
+            v.put("p35fast", f"v35-v33@{n}", hi, f"{step.max():+.1f}")
+    long16 = t[(t.N == LONG_N) & (t.dtype == HEADLINE["dtype"])]
+    for st, row in (("v35", "v35"), ("torch-cudnn", "cudnn")):
+        r = long16[long16.variant == st]
+        v.put("p35quart", f"{row}@{LONG_N}", "q25", f"{r.q25_us.min():.0f}")
+        v.put("p35quart", f"{row}@{LONG_N}", "q75lo", f"{r.q75_us.min():.0f}")
+        v.put("p35quart", f"{row}@{LONG_N}", "q75hi", f"{r.q75_us.max():.0f}")
+    c = long16[long16.variant == "torch-cudnn"]
+    v.put("p35memset", f"cudnn@{LONG_N}", "us", fixed((c.time_us - c.kernels_us).median(), 1))
 
     for dtype, r in steady_ratios(t, LONG_N).iterrows():
         for st in ("v33", "v35"):
