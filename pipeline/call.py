@@ -89,7 +89,8 @@ def kernel_time(fn, n_samples: int) -> dict:
 
 def timed_with_state(fn, n_samples: int, gpu, interval_ms: float, n_flushes: int | None = None, *, flush=None,
                      sync=None, recorder=kernel_timer.cupti_recorder, clock=time.perf_counter) -> dict:
-    """kernel_time's statistics with gpu_state.STATE_COLUMNS beside them. The sampler (readings every interval_ms)
+    """kernel_time's statistics with gpu_state.STATE_COLUMNS beside them, and each sample's SM clock (sample_mhz,
+    ';'-joined: gpu_state.sample_mhz). The sampler (readings every interval_ms)
     spans the timer's n_samples samples, each a flush and a call; then n_flushes flushes alone (n_samples if not
     given) run under a second sampler, and one flush's energy is taken off each call's: energy_mj is the energy of
     one call without its flush (gpu_state.state_row). flush and sync default to the L2 flush kernel and
@@ -103,10 +104,13 @@ def timed_with_state(fn, n_samples: int, gpu, interval_ms: float, n_flushes: int
     n_flushes = n_samples if n_flushes is None else n_flushes
     window = gpu_state.Sampler(gpu, interval_ms, sync, clock)
     stats = kernel_timer.measure(fn, n_samples, flush=flush, recorder=recorder, window=window)
+    clocks = gpu_state.sample_mhz(window.readings, window.t0, *([float(x) for x in stats[c].split(";")]
+                                                                 for c in ("sample_starts", "sample_times")))
     with gpu_state.Sampler(gpu, interval_ms, sync, clock) as flushes:
         for _ in range(n_flushes):
             flush()
-    return {**stats, "timer": kernel_timer.TIMER, **gpu_state.state_row(window, flushes, n_samples, n_flushes)}
+    return {**stats, "timer": kernel_timer.TIMER, "sample_mhz": ";".join(f"{c:.0f}" for c in clocks),
+            **gpu_state.state_row(window, flushes, n_samples, n_flushes)}
 
 
 def state_gpu():

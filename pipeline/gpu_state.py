@@ -75,6 +75,21 @@ def reason_names(mask: int) -> str:
     return "+".join(names + ([hex(rest)] if rest else []))
 
 
+def sample_mhz(readings: Sequence[dict], t0: float, starts_us: Sequence[float], times_us: Sequence[float]) -> list:
+    """Each timed sample's SM clock (MHz): that of the reading (each with sm_mhz and t_s, the host's clock in
+    seconds) nearest the sample's middle, the GPU's timeline taken to begin at t0, the window's start (its first
+    sample begins within a launch's latency of it); starts_us and times_us are the samples' starts (us after the
+    first's) and times (kernel_timer.sample_series). Readings come every interval_ms: samples shorter than that
+    share a reading."""
+    if not readings:
+        raise GpuStateError("no GPU state reading in the window: the sampler took none")
+    if len(starts_us) != len(times_us):
+        raise ValueError(f"{len(starts_us)} sample starts for {len(times_us)} sample times")
+    at = [float(r["t_s"]) - t0 for r in readings]
+    return [float(readings[min(range(len(at)), key=lambda i: abs(at[i] - (s + d / 2) / 1e6))]["sm_mhz"])
+            for s, d in zip(starts_us, times_us)]
+
+
 def summarize(readings: Sequence[dict]) -> dict:
     """The state during a window from the sampler's readings (each with sm_mhz, power_w, throttle): the SM clock's
     median, min and max (MHz), the mean power (W), the OR of the clock event masks (hex), whether any reading was
@@ -173,7 +188,7 @@ class Sampler:
         self.before = self.gpu.read()
         self.readings, self._error = [], None
         self._stop.clear()
-        self._t0 = self.clock()
+        self.t0 = self.clock()
         self._thread = threading.Thread(target=self._run, name="gpu-state-sampler", daemon=True)
         self._thread.start()
         return self
@@ -184,7 +199,7 @@ class Sampler:
         finally:
             self._stop.set()
             self._thread.join()
-        self.seconds = self.clock() - self._t0
+        self.seconds = self.clock() - self.t0
         if exc[0] is not None:
             return
         if self._error is not None:

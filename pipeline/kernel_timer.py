@@ -24,6 +24,9 @@ from typing import Callable, Sequence
 
 FLUSH_KERNEL = "_l2_flush"   # pipeline.l2_flush's kernel: the trace is cut at its launches
 TIMER = "cupti-kernel-sum"  # how time_us was measured, as recorded in every row
+# a timed row's series of its samples, each ';'-joined: sample_series's two and each sample's SM clock (added by
+# pipeline.call.timed_with_state, from pipeline.gpu_state.sample_mhz)
+SAMPLE_COLUMNS = ["sample_times", "sample_starts", "sample_mhz"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,16 @@ def sample_times_us(samples: list, only=lambda r: True) -> list:
     return [sum(r.duration_ns for r in s if only(r)) / 1e3 for s in samples]
 
 
+def sample_series(samples: list) -> dict:
+    """The samples themselves, in the GPU's order, each series joined by ';': sample_times, each sample's time (us,
+    all its GPU work, as time_us's statistics take it) and sample_starts, when it began (us after the first sample
+    began, by the GPU's clock). A median hides their distribution: at the power cap an entry's samples fall in two
+    groups, the clock's states, and the median lands in either (the paper's run-35)."""
+    t0 = samples[0][0].start_ns
+    return dict(sample_times=";".join(f"{x:.3f}" for x in sample_times_us(samples)),
+                sample_starts=";".join(f"{(s[0].start_ns - t0) / 1e3:.1f}" for s in samples))
+
+
 def summarize(us: Sequence[float]) -> dict:
     """Median (time_us), quartiles, extremes, mean and count of the sample times."""
     us = sorted(us)
@@ -135,7 +148,7 @@ def measure(fn: Callable[[], object], n_samples: int, *, warmup: int = 3, flush:
     """Time the GPU work of fn over n_samples samples, the L2 flushed before each. Returns summarize()'s statistics
     of all the GPU work of a sample (kernels, and the memsets or copies the call makes), plus `kernels_us` (the
     median of the kernels alone: what Nsight Compute profiles), `kernels` (the names of one sample's records,
-    joined by ';') and `n_kernels` (how many of them are kernels).
+    joined by ';'), `n_kernels` (how many of them are kernels) and the samples themselves (sample_series).
 
     `window`, if given, is a context manager entered just before the first timed sample is launched and left after
     the last (inside the recording, after the warm-up): pipeline.gpu_state's sampler, which reads the GPU's clock,
@@ -157,4 +170,4 @@ def measure(fn: Callable[[], object], n_samples: int, *, warmup: int = 3, flush:
     names = kernel_names(samples)
     return {**summarize(sample_times_us(samples)),
             "kernels_us": statistics.median(sample_times_us(samples, only=is_kernel)),
-            "kernels": ";".join(names), "n_kernels": sum(is_kernel(r) for r in samples[0])}
+            "kernels": ";".join(names), "n_kernels": sum(is_kernel(r) for r in samples[0]), **sample_series(samples)}

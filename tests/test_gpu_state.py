@@ -2,6 +2,7 @@
 the summaries from fake readings, the sampler's thread with a fake reader, NVML read through a fake pynvml, the
 energy of one call on a fake GPU whose kernels each draw their own power, and the settle rule on a fake clock.
 (On the GPU the same code reads NVML; what only a GPU can show is listed in the report of the change.)"""
+import statistics
 import sys
 import time
 import types
@@ -307,6 +308,32 @@ def test_the_energy_of_a_call_leaves_the_flush_out():
     assert gpu.energy_mj == pytest.approx(103 * 18 + 353 * 24)
     assert timed_with_state(lambda: gpu.launch("attn", 30_000), 10, gpu, NO_THREAD_MS, flush=gpu.flush, sync=lambda: None,
                             recorder=gpu.recorder, clock=gpu.clock)["energy_mj"] == pytest.approx(18, rel=1e-3)
+
+
+def test_the_samples_come_with_their_times_starts_and_clocks():
+    """timed_with_state's sample series: each sample's time (its median time_us, its least min_us), its start by
+    the GPU's clock (a flush and a call apart), and the clock of the one reading the window took."""
+    gpu = EnergyGPU()
+    stats = timed_with_state(lambda: gpu.launch("attn", 30_000), 20, gpu, NO_THREAD_MS, flush=gpu.flush,
+                             sync=lambda: None, recorder=gpu.recorder, clock=gpu.clock)
+    times, starts, mhz = ([float(x) for x in stats[c].split(";")]
+                          for c in ("sample_times", "sample_starts", "sample_mhz"))
+    assert len(times) == len(starts) == len(mhz) == stats["n_samples"] == 20
+    assert times == [30.0] * 20 and statistics.median(times) == stats["time_us"] and min(times) == stats["min_us"]
+    assert starts == [110.0 * i for i in range(20)]          # 80 us of flush, 30 of call
+    assert mhz == [1830.0] * 20
+
+
+def test_each_sample_takes_the_clock_of_the_reading_nearest_its_middle():
+    """Readings every 5 ms, the clock falling from 1980 to 1600 MHz after 12 ms: samples of 3 ms whose middles
+    fall before, around and after it."""
+    readings = [{"sm_mhz": 1980 if t < 12e-3 else 1600, "t_s": 100.0 + t} for t in (5e-3, 10e-3, 15e-3, 20e-3)]
+    starts, times = [0.0, 4000.0, 8000.0, 12000.0, 16000.0], [3000.0] * 5
+    assert gpu_state.sample_mhz(readings, 100.0, starts, times) == [1980, 1980, 1980, 1600, 1600]
+    with pytest.raises(ValueError, match="5 sample starts for 4 sample times"):
+        gpu_state.sample_mhz(readings, 100.0, starts, times[:4])
+    with pytest.raises(gpu_state.GpuStateError, match="no GPU state reading"):
+        gpu_state.sample_mhz([], 100.0, starts, times)
 
 
 # ---------------------------------------------------------------------------------------------------------------

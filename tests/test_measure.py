@@ -15,6 +15,7 @@ from kernels.theory import traffic
 from pipeline import nsight as ncu_tidy
 from pipeline import plan as bench_plan
 from pipeline import seal as checksums
+from pipeline.kernel_timer import SAMPLE_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 aggregate = step("aggregate/aggregate")
@@ -88,6 +89,8 @@ def fake_gpu(monkeypatch):
         timed[key] = timed.get(key, 0) + 1
         return dict(time_us=100.0, min_us=99.0, q25_us=99.5, q75_us=100.5, max_us=101.0, mean_us=100.0,
                     n_samples=50, kernels="_attn_fwd", n_kernels=1, kernels_us=100.0, timer="fake",
+                    sample_times=";".join(["99.000", *["100.000"] * 48, "101.000"]),
+                    sample_starts=";".join(f"{200.0 * i:.1f}" for i in range(50)), sample_mhz=";".join(["1980"] * 50),
                     **fake_state(timed[key]))
 
     def settle_call(fn, b):
@@ -482,15 +485,19 @@ def test_rows_carry_the_gpu_state_through_an_interrupted_and_resumed_run(tmp_pat
     with open(tmp_path / "timings.csv") as f:
         reader = csv.DictReader(f)
         rows = list(reader)
-    tail = gpu_state.STATE_COLUMNS + settle.COLUMNS + steady_energy.COLUMNS
+    tail = gpu_state.STATE_COLUMNS + settle.COLUMNS + steady_energy.COLUMNS + SAMPLE_COLUMNS
     assert reader.fieldnames[-len(tail):] == tail
     assert rows[:len(partial)] == partial
     ok = [r for r in rows if r["status"] == "ok"]
+    # the samples themselves, one series per column, each through the CSV and the resume intact
+    # (tests/test_gpu_state.py checks what the real timer puts in them)
+    assert all(len(r[c].split(";")) == int(r["n_samples"]) for r in ok for c in SAMPLE_COLUMNS)
     assert all(r["gpu_uuid"] == "GPU-fake-0001" and float(r["sm_mhz"]) > 0 and float(r["energy_mj"]) == 60.0
                for r in ok)
     assert {r["power_capped"] for r in ok} == {"True", "False"}
     refused = [r for r in rows if r["status"] == "refused"]
-    assert refused and all(r[c] == "" for r in refused for c in gpu_state.STATE_COLUMNS + settle.COLUMNS)
+    assert refused and all(r[c] == "" for r in refused
+                           for c in gpu_state.STATE_COLUMNS + settle.COLUMNS + SAMPLE_COLUMNS)
     # settled: the first ok row of each repeat, and the first row timed after the resume
     first_of_repeat = {next(i for i, r in enumerate(rows) if r["repeat"] == str(rep) and r["status"] == "ok")
                        for rep in range(3)}
@@ -538,7 +545,8 @@ def test_the_steady_step_gives_long_n_rows_of_the_first_repeats_their_energy(tmp
     with open(tmp_path / "on" / "timings.csv") as f:
         reader = csv.DictReader(f)
         rows = list(reader)
-    assert reader.fieldnames[-len(steady_energy.COLUMNS):] == steady_energy.COLUMNS
+    tail = steady_energy.COLUMNS + SAMPLE_COLUMNS
+    assert reader.fieldnames[-len(tail):] == tail
     want = [r for r in rows if r["status"] == "ok" and int(r["N"]) >= 8192 and r["repeat"] == "0"]
     assert want and len(fake_gpu.steady) == len(want)
     # a failed steady step keeps the row and its time, with empty steady columns and the reason in its note

@@ -66,7 +66,7 @@ import pandas as pd
 
 from kernels.shapes import Shape, attention_flops
 from pipeline import git, gpu_env, gpu_state, keys, run_checks, seal, selection, settle, steady_energy
-from pipeline.kernel_timer import TIMER, is_kernel_name
+from pipeline.kernel_timer import SAMPLE_COLUMNS, TIMER, is_kernel_name
 
 TORCH = tuple(selection.TORCH)
 # The roles of a per-run row, as columns of per_run.csv (each True or False), so that the steps after this one read
@@ -161,7 +161,7 @@ def _step_uuid(env_path: Path, sealed) -> str:
 
 
 MEASURED = ("n_samples", "kernels", "n_kernels", "host_calls", "timer", "step_gpu",  # measured, not descriptive
-            *gpu_state.STATE_COLUMNS, *settle.COLUMNS, *steady_energy.COLUMNS)
+            *gpu_state.STATE_COLUMNS, *settle.COLUMNS, *steady_energy.COLUMNS, *SAMPLE_COLUMNS)
 # per_run's columns of the GPU's state, last in its rows: the medians over repeats of the SM clock (MHz, each
 # repeat's median over its timed samples), the mean power (W) and the energy per call (mJ); the number of repeats
 # with a power-capped reading; and the useful TFLOP/s (kernels.shapes.attention_flops over the median time) per

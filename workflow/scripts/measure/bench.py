@@ -22,6 +22,10 @@ reasons seen (throttle, hex), and whether any reading had a power-cap reason (po
 mJ: the window's mean power times its wall time, less one flush's energy per sample, over the number of samples)
 and of one flush (flush_energy_mj: flushes alone, run right after: as many as fill rep_ms at flush_us each, or as
 many as the samples if more); the window's wall time (window_ms) and the number of readings (state_readings).
+And the samples themselves, in the GPU's order, each series joined by ';' (after run-35, where the medians at the
+power cap were found to land in either of two groups of samples): each sample's time (sample_times, us, all its GPU
+work), its start (sample_starts, us after the first's) and the SM clock of the reading nearest its middle
+(sample_mhz).
 
 The settle step (pipeline.settle), before the first entry of each block of one long N (N >= settle_min_N) in a
 repeat, and before the first entry timed after a resume: the entry runs back to back in windows of
@@ -79,12 +83,13 @@ from kernels.stages import BASELINE
 from pipeline import folder_lock, gpu_env, gpu_state, origin, partial_csv, run_checks, settle, steady_energy
 from pipeline import plan
 from pipeline.call import check, host_time_us, inputs, make_call, settle_call, steady_call, time_call
+from pipeline.kernel_timer import SAMPLE_COLUMNS
 
 ROW_KEYS = list(plan.Entry("", "triton", BASELINE, plan.HEADLINE, plan.Tile()).row())
 COLUMNS = ["key", "repeat", *ROW_KEYS, "seed", "status", "rel_error", "time_us", "min_us", "q25_us", "q75_us",
            "max_us", "mean_us", "n_samples", "kernels_us", "kernels", "n_kernels", "call_us", "call_q25_us", "call_q75_us",
            "host_us", "host_calls", "timer", "note", *gpu_state.STATE_COLUMNS, *settle.COLUMNS,
-           *steady_energy.COLUMNS]
+           *steady_energy.COLUMNS, *SAMPLE_COLUMNS]
 LOCK = "bench.lock"
 SCRIPT = origin.script_name(__file__)
 
