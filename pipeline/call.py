@@ -104,12 +104,13 @@ def timed_with_state(fn, n_samples: int, gpu, interval_ms: float, n_flushes: int
     n_flushes = n_samples if n_flushes is None else n_flushes
     window = gpu_state.Sampler(gpu, interval_ms, sync, clock)
     stats = kernel_timer.measure(fn, n_samples, flush=flush, recorder=recorder, window=window)
-    clocks = gpu_state.sample_mhz(window.readings, window.t0, *([float(x) for x in stats[c].split(";")]
-                                                                 for c in ("sample_starts", "sample_times")))
+    series = {c: stats[c] for c in ("sample_times", "sample_starts")}
+    series["sample_mhz"] = gpu_state.sample_mhz(window.readings, window.t0, series["sample_starts"],
+                                                series["sample_times"])
     with gpu_state.Sampler(gpu, interval_ms, sync, clock) as flushes:
         for _ in range(n_flushes):
             flush()
-    return {**stats, "timer": kernel_timer.TIMER, "sample_mhz": ";".join(f"{c:.0f}" for c in clocks),
+    return {**stats, "timer": kernel_timer.TIMER, **kernel_timer.joined(series),
             **gpu_state.state_row(window, flushes, n_samples, n_flushes)}
 
 

@@ -27,6 +27,7 @@ TIMER = "cupti-kernel-sum"  # how time_us was measured, as recorded in every row
 # a timed row's series of its samples, each ';'-joined: sample_series's two and each sample's SM clock (added by
 # pipeline.call.timed_with_state, from pipeline.gpu_state.sample_mhz)
 SAMPLE_COLUMNS = ["sample_times", "sample_starts", "sample_mhz"]
+SAMPLE_DECIMALS = {"sample_times": 3, "sample_starts": 1, "sample_mhz": 0}     # joined's, per column
 
 
 @dataclass(frozen=True)
@@ -96,13 +97,17 @@ def sample_times_us(samples: list, only=lambda r: True) -> list:
 
 
 def sample_series(samples: list) -> dict:
-    """The samples themselves, in the GPU's order, each series joined by ';': sample_times, each sample's time (us,
-    all its GPU work, as time_us's statistics take it) and sample_starts, when it began (us after the first sample
-    began, by the GPU's clock). A median hides their distribution: at the power cap an entry's samples fall in two
-    groups, the clock's states, and the median lands in either (the paper's run-35)."""
+    """The samples themselves, in the GPU's order: sample_times, each sample's time (us, all its GPU work, as
+    time_us's statistics take it) and sample_starts, when it began (us after the first sample began, by the GPU's
+    clock). A median hides their distribution: at the power cap an entry's samples fall in two groups, the clock's
+    states, and the median lands in either (the paper's run-35)."""
     t0 = samples[0][0].start_ns
-    return dict(sample_times=";".join(f"{x:.3f}" for x in sample_times_us(samples)),
-                sample_starts=";".join(f"{(s[0].start_ns - t0) / 1e3:.1f}" for s in samples))
+    return dict(sample_times=sample_times_us(samples), sample_starts=[(s[0].start_ns - t0) / 1e3 for s in samples])
+
+
+def joined(series: dict) -> dict:
+    """SAMPLE_COLUMNS' series (lists of numbers) as a row holds them: each joined by ';', at its column's decimals."""
+    return {c: ";".join(f"{x:.{SAMPLE_DECIMALS[c]}f}" for x in xs) for c, xs in series.items()}
 
 
 def summarize(us: Sequence[float]) -> dict:

@@ -8,6 +8,8 @@ import pandas as pd
 from kernels.stages import STAGES, default_tile, small_n_route
 from pipeline.selection import GLUON_STAGES, RATIO_TIME
 
+DTYPES = {"float16": "fp16", "bfloat16": "bf16"}    # a dtype's short name: the values steps' columns and rows
+
 
 def verdict(x: float, low: float, high: float) -> str:
     """Whether a measured change x (percent) fell in its predicted range [low, high]."""

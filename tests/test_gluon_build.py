@@ -1571,6 +1571,25 @@ def row_sum_tail(body: list) -> int:
     return depth.get(re.findall(r"\bR\d+\b", body[shfl])[1], 0)
 
 
+def kv_loops_beside_v33s(built, name: str, prefix: str, N: int) -> list:
+    """A stage built on v33 (its configuration name, prefix and v33's after 'fused-'): v33's registers, products,
+    exponentials, loads, stores, barriers and votes, within v33's stack and no local memory; then each of its four KV
+    loops beside v33's, none spilling (none looked at for N = 1)."""
+    from kernels.gluon_fwd import FUSED_STACK_BYTES
+    m, v33 = built[name], built["fused-" + name.removeprefix(prefix)]
+    assert m["registers"] == v33["registers"]
+    assert m["stack"] <= FUSED_STACK_BYTES and m["local"] == 0
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL"):
+        assert m["mix"].get(op, 0) == v33["mix"].get(op, 0), op
+    if N == 1:
+        return []
+    loops, v33_loops = kv_loops(m["sass"]), kv_loops(v33["sass"])
+    assert len(loops) == len(v33_loops) == 4
+    for body in loops:
+        assert not [t for t in body if t.startswith(("STL", "LDL"))]
+    return list(zip(loops, v33_loops))
+
+
 @pytest.mark.parametrize("name", SHORT_CONFIGS)
 def test_short_reductions_shorten_the_chains_and_keep_the_instructions(built, name):
     """v33's registers, products, exponentials, loads, stores, barriers and votes, nothing spilled inside the KV loops;
@@ -1579,35 +1598,25 @@ def test_short_reductions_shorten_the_chains_and_keep_the_instructions(built, na
     where v33's are over 30 at BLOCK_N = 128 (a thread's 32 values of a row, one after the other); the overlap
     kept; the first exponential within 4 instructions of where v33 has it, and (BLOCK_N = 128) three or more
     dependent FADDs after the last one before the row sums' first shuffle, against v33's one."""
-    from kernels.gluon_fwd import FUSED_STACK_BYTES
     shape, _, _, _, bn, _ = SHORT_CONFIGS[name]
-    m, v33 = built[name], built["fused-" + name.removeprefix("short-")]
-    assert m["registers"] == v33["registers"]
-    assert m["stack"] <= FUSED_STACK_BYTES and m["local"] == 0
-    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL"):
-        assert m["mix"].get(op, 0) == v33["mix"].get(op, 0), op
-    if shape[3] > 1:
-        loops, v33_loops = kv_loops(m["sass"]), kv_loops(v33["sass"])
-        assert len(loops) == len(v33_loops) == 4
-        for body, v33_body in zip(loops, v33_loops):
-            assert not [t for t in body if t.startswith(("STL", "LDL"))]
-            for op in ("FMNMX", "FADD", "FMUL", "FFMA", "SHFL", "F2FP", "MUFU.EX2", "HGMMA", "VOTE"):
-                assert (len([t for t in body if t.startswith(op)])
-                        == len([t for t in v33_body if t.startswith(op)])), op
-            for ops in (("FMNMX",), ("FADD",)):
-                assert chain_depth(body, ops) <= 12, (ops, chain_depth(body, ops))
-                if bn == 128:
-                    assert chain_depth(v33_body, ops) > 30, (ops, chain_depth(v33_body, ops))
-            # why v34 was not faster on an H200 (probes/v34-check): the maximum's short chains do not bring the first
-            # exponential forward (ptxas issued v33's 64 FMNMX, two rows interleaved, as fast), and the sum's tree
-            # leaves three or more dependent FADDs between the last exponential and the row sums' first shuffle where
-            # v33's chain leaves one
-            first = [next(i for i, t in enumerate(b) if t.startswith("MUFU.EX2")) for b in (body, v33_body)]
-            assert abs(first[0] - first[1]) <= 4, first
+    for body, v33_body in kv_loops_beside_v33s(built, name, "short-", shape[3]):
+        for op in ("FMNMX", "FADD", "FMUL", "FFMA", "SHFL", "F2FP", "MUFU.EX2", "HGMMA", "VOTE"):
+            assert (len([t for t in body if t.startswith(op)])
+                    == len([t for t in v33_body if t.startswith(op)])), op
+        for ops in (("FMNMX",), ("FADD",)):
+            assert chain_depth(body, ops) <= 12, (ops, chain_depth(body, ops))
             if bn == 128:
-                assert row_sum_tail(body) >= 3 and row_sum_tail(v33_body) == 1, (row_sum_tail(body),
-                                                                                   row_sum_tail(v33_body))
-            assert_overlapped_step(body, name, shape[4], bn)
+                assert chain_depth(v33_body, ops) > 30, (ops, chain_depth(v33_body, ops))
+        # why v34 was not faster on an H200 (probes/v34-check): the maximum's short chains do not bring the first
+        # exponential forward (ptxas issued v33's 64 FMNMX, two rows interleaved, as fast), and the sum's tree
+        # leaves three or more dependent FADDs between the last exponential and the row sums' first shuffle where
+        # v33's chain leaves one
+        first = [next(i for i, t in enumerate(b) if t.startswith("MUFU.EX2")) for b in (body, v33_body)]
+        assert abs(first[0] - first[1]) <= 4, first
+        if bn == 128:
+            assert row_sum_tail(body) >= 3 and row_sum_tail(v33_body) == 1, (row_sum_tail(body),
+                                                                               row_sum_tail(v33_body))
+        assert_overlapped_step(body, name, shape[4], bn)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1622,32 +1631,22 @@ def test_lane_sums_take_the_row_sums_shuffles_out_of_the_kv_loops(built, name):
     scratch row sums one store (and, as v33's, no CTA barrier: LEAN_BARRIERS drops the one before it); between the
     last exponential and the wait for the P V product no shuffle, where v33 has 4 (the row sums' two levels, two
     rows); the exponentials still before that wait (the overlap kept)."""
-    from kernels.gluon_fwd import FUSED_STACK_BYTES
     shape, _, _, _, bn, _ = LANE_CONFIGS[name]
-    m, v33 = built[name], built["fused-" + name.removeprefix("lane-")]
-    assert m["registers"] == v33["registers"]
-    assert m["stack"] <= FUSED_STACK_BYTES and m["local"] == 0
-    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL"):
-        assert m["mix"].get(op, 0) == v33["mix"].get(op, 0), op
-    if shape[3] > 1:
-        loops, v33_loops = kv_loops(m["sass"]), kv_loops(v33["sass"])
-        assert len(loops) == len(v33_loops) == 4
 
-        def count(body, op):
-            return len([t for t in body if t.startswith(op)])
-        for body, v33_body in zip(loops, v33_loops):
-            assert not [t for t in body if t.startswith(("STL", "LDL"))]
-            for op in ("FMNMX", "FMUL", "FFMA", "F2FP", "MUFU.EX2", "HGMMA", "VOTE"):
-                assert count(body, op) == count(v33_body, op), op
-            assert count(body, "SHFL") * 2 == count(v33_body, "SHFL") == 8
-            assert count(body, "FADD") == count(v33_body, "FADD") - 4
-            assert count(v33_body, "STS") == 2 and count(body, "STS") == 1        # STSM: the partial sums at once
-            assert count(body, "BAR.") == count(v33_body, "BAR.") == 0      # the scratch store's barrier dropped
-            last = [max(i for i, t in enumerate(b) if t.startswith("MUFU.EX2")) for b in (body, v33_body)]
-            wait = [max(i for i, t in enumerate(b) if t.startswith("WARPGROUP.DEPBAR")) for b in (body, v33_body)]
-            assert last[0] < wait[0] and last[1] < wait[1]
-            assert count(body[last[0]:wait[0]], "SHFL") == 0 and count(v33_body[last[1]:wait[1]], "SHFL") == 4
-            assert_overlapped_step(body, name, shape[4], bn)
+    def count(body, op):
+        return len([t for t in body if t.startswith(op)])
+    for body, v33_body in kv_loops_beside_v33s(built, name, "lane-", shape[3]):
+        for op in ("FMNMX", "FMUL", "FFMA", "F2FP", "MUFU.EX2", "HGMMA", "VOTE"):
+            assert count(body, op) == count(v33_body, op), op
+        assert count(body, "SHFL") * 2 == count(v33_body, "SHFL") == 8
+        assert count(body, "FADD") == count(v33_body, "FADD") - 4
+        assert count(v33_body, "STS") == 2 and count(body, "STS") == 1        # STSM: the partial sums at once
+        assert count(body, "BAR.") == count(v33_body, "BAR.") == 0      # the scratch store's barrier dropped
+        last = [max(i for i, t in enumerate(b) if t.startswith("MUFU.EX2")) for b in (body, v33_body)]
+        wait = [max(i for i, t in enumerate(b) if t.startswith("WARPGROUP.DEPBAR")) for b in (body, v33_body)]
+        assert last[0] < wait[0] and last[1] < wait[1]
+        assert count(body[last[0]:wait[0]], "SHFL") == 0 and count(v33_body[last[1]:wait[1]], "SHFL") == 4
+        assert_overlapped_step(body, name, shape[4], bn)
 
 
 # ---------------------------------------------------------------------------------------------------------------

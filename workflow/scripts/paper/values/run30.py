@@ -26,10 +26,9 @@ from kernels.stages import previous_stage
 from pipeline import seal
 from pipeline.latex import Values, fixed
 from pipeline.selection import GOAL_X
-from pipeline.sweep import best_gluon, medians, predicted, verdict
+from pipeline.sweep import DTYPES, best_gluon, medians, predicted, verdict
 
 STAGES = ("v29", "v30", "v31")      # the paragraph's: v30 and v31, and the stage before them
-DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}     # p30best's column of the best stage, per dtype
 FOUR_DIGITS = {"fp16": "fp164"}        # p30best's column of its ratio to four decimals (float16's: the margin is thin)
 

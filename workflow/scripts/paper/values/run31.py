@@ -32,13 +32,13 @@ import pandas as pd
 from pipeline import seal
 from pipeline.latex import Values, fixed
 from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME
-from pipeline.sweep import NCU_DURATION, best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
+from pipeline.sweep import (DTYPES, NCU_DURATION, best_gluon, medians, ncu_durations, predicted, repeat_times,
+                            steady_ratios, verdict)
 
 STAGE, BEFORE, KERNEL_AT_SHORT = "v32", "v31", "v19"   # v32, the stage before it, the kernel it runs at N <= 512
 SHORT_N, LONG_N = 512, 16384     # v32's N with v19's kernel; the sweep's longest, at the power cap
 CAPPED_N = (8192, 16384)         # the lengths at the power cap, where p31rep gives each repeat's ratio
 REPEAT_COLUMNS = {"fp16": ("fp16lo", "fp16hi"), "bf16": ("bf16lo", "bf16hi")}   # p31rep's columns per dtype
-DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 STAGE_COLUMN = {"fp16": "fp16stage", "bf16": "bf16stage"}   # p31best's column of the best stage, per dtype
 HELD_COLUMN = {"fp16": "held", "bf16": "bf16held"}    # p31's column of a prediction's verdict, per dtype
 FOUR_DIGITS = {"bf16": "bf164"}      # p31best's column of its ratio to four decimals (bfloat16's: the margin is thin)

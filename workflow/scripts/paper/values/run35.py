@@ -55,7 +55,7 @@ from pipeline import seal
 from pipeline.latex import Values, fixed
 from kernels.shapes import attention_flops
 from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME, STRETCH_TFLOPS
-from pipeline.sweep import best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
+from pipeline.sweep import DTYPES, best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
 
 ORDER = {"alternating": "each shape's entries in reverse order every second repeat",     # runs.csv's entry_order
          "fixed": "each shape's entries in one fixed order"}
@@ -63,7 +63,6 @@ NEW = ("v33", "v34", "v35")      # the stages run-35 measured in a run for the f
 SHOWN = ("v32", *NEW)            # the stages whose ratio to cuDNN the text gives
 LONG_N = 16384                   # the sweep's longest, at the power cap: the steady stream's length
 CAPPED_N = (8192, 16384)         # the lengths at the power cap, where p35rep gives each repeat's ratio
-DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
 REPEAT_COLUMNS = {"float16": ("fp16lo", "fp16hi"), "bfloat16": ("bf16lo", "bf16hi")}   # p35rep's lowest, highest
 FOUR_DIGITS = {"fp16": "fp164", "bf16": "bf164"}             # p35best's column of its ratio to four decimals
 NSIGHT = {"tensor": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",    # p35ncu's columns
