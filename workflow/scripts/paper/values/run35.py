@@ -27,7 +27,9 @@ one GPU in one lease): the first measurement in a run of v33 (fused_exponent), v
 - \\val{p35ncu}{<v33|v35|cudnn>@16384}{<NSIGHT key>}: Nsight's counters at N = 16384 (float16): the tensor pipe's and
   the issue slots' busy percent, the warps' stalls per issued instruction (fixed-latency wait, barrier, short
   scoreboard), the mean SM's active cycles (millions) and of them those with the tensor pipe active (tcycles,
-  millions); \\val{p35ncu}{v35-cudnn@16384}{cycles}: v35's over cuDNN's;
+  millions); \\val{p35ncu}{v35-cudnn@16384}{cycles}: v35's over cuDNN's; \\val{p35ncu}{v35@16384}{idlebar}: of v35's
+  barrier stalls per issued instruction, those of its producer warpgroup's idle warps (kernels.gluon_fwd's
+  PRODUCER_IDLE_WARPS x the SM's active cycles x the SMs, over the instructions issued), {restbar} the rest;
 - \\val{p35long}{<v35|cudnn>@<fp16|bf16>}{lo|hi}: at N = 16384, the lowest and highest of the entry's repeats (kernel
   time, us); \\val{p35long}{v35@<dtype>}{tflops|tflopslo|tflopshi|tflopsslow|mhz|mhzlo|mhzhi}: v35's causal TFLOP/s
   there (the median and range over its repeats, and at its samples' upper quartile, the slowest over the repeats) and the SM clock NVML read over its samples (the median of the repeats' medians,
@@ -53,6 +55,7 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
+from kernels.gluon_fwd import PRODUCER_IDLE_WARPS
 from kernels.shapes import attention_flops
 from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME, STRETCH_TFLOPS
 from pipeline.sweep import DTYPES, best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
@@ -71,6 +74,7 @@ NSIGHT = {"tensor": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_susta
           "barrier": "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
           "short": "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio",
           "cycles": "sm__cycles_active.avg"}
+ISSUED, SMS = "smsp__inst_executed.sum", "launch__sm_count"     # p35ncu's idlebar: the issued instructions, the SMs
 NSIGHT_ROWS = {"v33": "v33", "v35": "v35", "torch-cudnn": "cudnn"}   # the entries p35ncu gives, by its row name
 
 
@@ -245,7 +249,7 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
 
     nc = pd.read_csv(ncu_large_n)
     nc = nc[nc.instance.isna() & nc.key.str.contains(f"|{HEADLINE['dtype']}|", regex=False)
-            & nc.key.str.contains(f",{LONG_N},", regex=False) & nc.metric.isin(NSIGHT.values())]
+            & nc.key.str.contains(f",{LONG_N},", regex=False) & nc.metric.isin([*NSIGHT.values(), ISSUED, SMS])]
     m = nc.pivot_table(index="variant", columns="metric", values="value")
     for st, row in NSIGHT_ROWS.items():
         for col, metric in NSIGHT.items():
@@ -257,6 +261,12 @@ def values(seal_file: Path, n_sweep: Path, ncu_large_n: Path, verify_env: Path, 
     for st, row in NSIGHT_ROWS.items():
         v.put("p35ncu", f"{row}@{LONG_N}", "tcycles",
               f"{m.loc[st, NSIGHT['tensor']] / 100 * m.loc[st, NSIGHT['cycles']] / 1e6:.2f}")
+    # v35's barrier stalls per issued instruction that its producer warpgroup's idle warps make by waiting at the
+    # warp-specialization barrier in every active cycle: their warps x the SM's active cycles x the SMs, over the
+    # instructions issued; the rest, at the consumers' and the producer's own barriers
+    idle = (PRODUCER_IDLE_WARPS * m.loc["v35", NSIGHT["cycles"]] * m.loc["v35", SMS]) / m.loc["v35", ISSUED]
+    v.put("p35ncu", f"v35@{LONG_N}", "idlebar", f"{idle:.2f}")
+    v.put("p35ncu", f"v35@{LONG_N}", "restbar", f"{m.loc['v35', NSIGHT['barrier']] - idle:.2f}")
     return v
 
 
