@@ -395,10 +395,6 @@ SUPPORTED_HEAD_DIMS = (64, 128)
 #    stores and 56 bytes of stack, at 248 still 8 bytes): the consumer gets 256 (2 x 140 - 24), and one program
 #    runs per SM (256 threads x 144, the allocation unit's multiple, > 32768), where v19 runs two.
 PRODUCER_WARP_NUM_REGS = 24
-# The producer's warpgroup's warps beside the producer warp: the padding above. They run no partition and wait at
-# the warp-specialization barrier (the SASS's BAR.SYNC 0x1 of the workers' dispatch loop) while the partitions
-# run, so that Nsight counts each of them stalled at a barrier in every active cycle of the SM.
-PRODUCER_IDLE_WARPS = 3
 PRODUCER_WARP_MAXNREG = 128
 PRODUCER_WARP_MAXNREG_WIDE = 140
 _PRODUCER_REGS = gl.constexpr(PRODUCER_WARP_NUM_REGS)      # the same, as the kernel reads it

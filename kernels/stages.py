@@ -298,6 +298,11 @@ TWO_WARPGROUPS_TILE = Tile(128, 64, 8, 2)  # two_warpgroups: 98336 B of shared m
 # num_warps is the default partition's (consumer 0): the compiled kernel has 12 warps (kernels.gluon_fwd, which
 # takes this tile and 128x64 with two stages only: two_consumers_tile, TWO_CONSUMERS_TILES)
 TWO_CONSUMERS_TILE = Tile(128, 64, 4, 3)
+# The compiled two-consumer kernels' warps beside their partitions' 4 + 4 + 1: Triton pads the producer warp's
+# partition to a warpgroup (for setmaxnreg) with three idle warps, which run no partition and wait at the
+# warp-specialization barrier (BAR.SYNC 0x1 of the workers' dispatch loop in the SASS) while the partitions run,
+# so that Nsight counts each of them stalled at a barrier in every active cycle (tests/test_gluon_build.py: 12 warps).
+PRODUCER_IDLE_WARPS = 3
 # register_realloc (Gluon): 128 query rows, 128-row K/V blocks in a ring of two, 8 warps (the consumers' partition;
 # 12 in the compiled kernel); kernels.gluon_fwd takes it, 128x128 with three stages and 128x64 with three
 # (register_realloc_tile, REGISTER_REALLOC_TILES)

@@ -28,7 +28,7 @@ one GPU in one lease): the first measurement in a run of v33 (fused_exponent), v
   the issue slots' busy percent, the warps' stalls per issued instruction (fixed-latency wait, barrier, short
   scoreboard), the mean SM's active cycles (millions) and of them those with the tensor pipe active (tcycles,
   millions); \\val{p35ncu}{v35-cudnn@16384}{cycles}: v35's over cuDNN's; \\val{p35ncu}{v35@16384}{idlebar}: of v35's
-  barrier stalls per issued instruction, those of its producer warpgroup's idle warps (kernels.gluon_fwd's
+  barrier stalls per issued instruction, those of its producer warpgroup's idle warps (kernels.stages'
   PRODUCER_IDLE_WARPS x the SM's active cycles x the SMs, over the instructions issued), {restbar} the rest;
 - \\val{p35long}{<v35|cudnn>@<fp16|bf16>}{lo|hi}: at N = 16384, the lowest and highest of the entry's repeats (kernel
   time, us); \\val{p35long}{v35@<dtype>}{tflops|tflopslo|tflopshi|tflopsslow|mhz|mhzlo|mhzhi}: v35's causal TFLOP/s
@@ -55,8 +55,8 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from kernels.gluon_fwd import PRODUCER_IDLE_WARPS
 from kernels.shapes import attention_flops
+from kernels.stages import PRODUCER_IDLE_WARPS
 from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME, STRETCH_TFLOPS
 from pipeline.sweep import DTYPES, best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
 
