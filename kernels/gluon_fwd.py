@@ -437,6 +437,15 @@ WARP_SMALL_ASM = gl.constexpr("{ .reg .pred g, h, a; .reg .f32 t, u; abs.f32 t, 
                               "setp.lt.f32 g, t, " + _FUSED_LIMIT + "; setp.lt.f32 h, u, " + _FUSED_LIMIT + "; "
                               "and.pred g, g, h; vote.sync.all.pred a, g, 0xffffffff; "
                               "selp.f32 $0, 0f3F800000, 0f00000000, a; mov.b32 $1, $0; }")
+# LANE_MAX (stage v37): _quad_max's asm. Outputs $0, $1 tied to a thread's two maxima m ($2, $3: rows r and r + 8 at
+# its lane); where the warp's decision ($6, the same as $7) is not 0, each becomes the maximum over the row's four
+# lanes (butterfly shuffles over lanes xor 2 and xor 1, Triton's own order for a row's reduction) of the lanes'
+# values $4, $5; max.f32 is the max of Triton's reductions (a NaN operand gives the other one)
+_QUAD_MAX_ONE = ("shfl.sync.bfly.b32 t, {x}, 2, 31, -1; max.f32 {o}, {x}, t; "
+                 "shfl.sync.bfly.b32 t, {o}, 1, 31, -1; max.f32 {o}, {o}, t; ")
+QUAD_MAX_ASM = gl.constexpr("{ .reg .pred p; .reg .f32 t; setp.ne.f32 p, $6, 0f00000000; @!p bra.uni SKIP${:uid}; "
+                            + _QUAD_MAX_ONE.format(x="$4", o="$0") + _QUAD_MAX_ONE.format(x="$5", o="$1")
+                            + "SKIP${:uid}: }")
 
 
 @gluon.constexpr_function
@@ -476,6 +485,24 @@ def _exponent_constraints(n):
     """FUSED_EXPONENT: ``_exponent_code``'s constraints: n outputs, each tied to its score, then the n scores, and
     the maxima, negated scaled maxima, scales and decisions, n each, as inputs."""
     return ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (4 * n))
+
+
+@gluon.constexpr_function
+def _lane_exponent_code(n):
+    """LANE_MAX: ``_exponent_code`` with one more input after the decision, the warp's growth vote ($6n): where it
+    is not 0 (a step that rescales, whose maxima are new), the exact exponent, whatever the decision on the maxima
+    before the step says."""
+    fused = "".join(f"fma.rn.f32 ${i}, ${i}, ${4 * n + i}, ${3 * n + i}; " for i in range(n))
+    exact = "".join(f"sub.rn.f32 ${i}, ${i}, ${2 * n + i}; mul.rn.f32 ${i}, ${i}, ${4 * n + i}; " for i in range(n))
+    return ("{ .reg .pred p, g; setp.ne.f32 g, $" + str(6 * n) + ", 0f00000000; @g bra.uni EXACT${:uid}; "
+            "setp.ne.f32 p, $" + str(5 * n) + ", 0f00000000; @!p bra.uni EXACT${:uid}; " + fused
+            + "bra.uni DONE${:uid}; EXACT${:uid}: " + exact + "DONE${:uid}: }")
+
+
+@gluon.constexpr_function
+def _lane_exponent_constraints(n):
+    """LANE_MAX: ``_lane_exponent_code``'s constraints: ``_exponent_constraints``' and the n growth votes."""
+    return ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (5 * n))
 
 
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
@@ -756,7 +783,8 @@ def _kv_producer(k_desc, v_desc, k_smem, v_smem, k_bars, v_bars, k_empty, v_empt
 def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, IS_CAUSAL: gl.constexpr,
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr,
                      RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
-                     SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
+                     SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
+                LANE_MAX: gl.constexpr = False):
     """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
     probabilities p, the factor alpha by which the output so far is to be rescaled, the new l_i and m_i, and
     whether acc is to be rescaled (1, a scalar; always without RARE_RESCALE).
@@ -786,33 +814,49 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
         else:
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
-    if SHORT_REDUCTIONS:
-        m_new = gl.maximum(m_i, _row_reduce(s, True))
-    else:
-        m_new = gl.maximum(m_i, gl.max(s, 1))
-    if RARE_RESCALE:
-        # one decision per warp (its 16 rows), whose rows no other warp touches: a vote, no barrier
-        warp = _warp_grew(_exponent(m_new, m_i, qk_scale))
-        alpha = gl.where(warp != 0, gl.exp2(_exponent(m_i, m_new, qk_scale)), 1.0)
-        m_i = gl.where(warp != 0, m_new, m_i)
-        if FUSED_EXPONENT:
-            p = gl.exp2(_fused_exponent(s, m_i, qk_scale))
-        else:
-            p = gl.exp2(_exponent(s, m_i[:, None], qk_scale))
-        if LANE_SUMS:
-            l_i = l_i * gl.convert_layout(alpha, gl.SliceLayout(1, l_i.type.layout), assert_trivial=True)[:, None]
-            l_i = l_i + _lane_sums(p)
-        elif SHORT_REDUCTIONS:
-            l_i = l_i * alpha + _row_reduce(p, False)
-        else:
-            l_i = l_i * alpha + gl.sum(p, 1)
+    if LANE_MAX:
+        # each thread's maxima of its rows' entries (in-thread FMNMX), the warp's vote on them, and the maxima across
+        # a row's four lanes (two shuffles) only where the vote says some row grew (``_quad_max``)
+        # FUSED_EXPONENT's vote on the maxima the rows have (off that path: they are known before the scores)
+        neg = m_i * -qk_scale
+        small = _warp_small(neg)
+        pm = gl.maximum(m_i, gl.max(gl.max(_lane_view(s), 3), 1))
+        warp = _warp_grew(_exponent(pm, m_i, qk_scale))
+        m_new = _quad_max(m_i, pm, warp)
+        p4 = gl.exp2(_lane_exponent(s, m_new, neg, small, warp, qk_scale))
+        alpha = gl.where(warp != 0, gl.exp2(_exponent(m_i, m_new, qk_scale)), 1.0)     # after: off that path too
+        l_i = l_i * alpha + gl.sum(gl.sum(p4, 3), 1)
+        p = gl.convert_layout(gl.reshape(p4, [BLOCK_M, BLOCK_N]), s_layout, assert_trivial=True)
+        m_i = m_new
         rescale = warp
     else:
-        p = gl.exp2(_exponent(s, m_new[:, None], qk_scale))
-        alpha = gl.exp2(_exponent(m_i, m_new, qk_scale))
-        l_i = l_i * alpha + gl.sum(p, 1)
-        m_i = m_new
-        rescale = 1
+        if SHORT_REDUCTIONS:
+            m_new = gl.maximum(m_i, _row_reduce(s, True))
+        else:
+            m_new = gl.maximum(m_i, gl.max(s, 1))
+        if RARE_RESCALE:
+            # one decision per warp (its 16 rows), whose rows no other warp touches: a vote, no barrier
+            warp = _warp_grew(_exponent(m_new, m_i, qk_scale))
+            alpha = gl.where(warp != 0, gl.exp2(_exponent(m_i, m_new, qk_scale)), 1.0)
+            m_i = gl.where(warp != 0, m_new, m_i)
+            if FUSED_EXPONENT:
+                p = gl.exp2(_fused_exponent(s, m_i, qk_scale))
+            else:
+                p = gl.exp2(_exponent(s, m_i[:, None], qk_scale))
+            if LANE_SUMS:
+                l_i = l_i * gl.convert_layout(alpha, gl.SliceLayout(1, l_i.type.layout), assert_trivial=True)[:, None]
+                l_i = l_i + _lane_sums(p)
+            elif SHORT_REDUCTIONS:
+                l_i = l_i * alpha + _row_reduce(p, False)
+            else:
+                l_i = l_i * alpha + gl.sum(p, 1)
+            rescale = warp
+        else:
+            p = gl.exp2(_exponent(s, m_new[:, None], qk_scale))
+            alpha = gl.exp2(_exponent(m_i, m_new, qk_scale))
+            l_i = l_i * alpha + gl.sum(p, 1)
+            m_i = m_new
+            rescale = 1
     return p, alpha, l_i, m_i, rescale
 
 
@@ -852,6 +896,46 @@ def _lane_sums(p):
 
 
 @gluon.jit
+def _lane_view(x):
+    """LANE_MAX: a warpgroup MMA's accumulator x ([64, C]) seen as [64, C / 8, 4, 2] (a reshape of the registers'
+    indices, no data moved): axis 2 is the lane's quarter t of a row's four lanes, axes 1 and 3 a thread's own
+    entries of the row (columns 8 c + 2 t and 8 c + 2 t + 1), as in ``_lane_sums``."""
+    gl.static_assert(x.shape[1] % 8 == 0, "LANE_MAX: blocks of 8 columns")
+    return gl.reshape(x, [x.shape[0], x.shape[1] // 8, 4, 2])
+
+
+@gluon.jit
+def _lane_broadcast(v):
+    """LANE_MAX: a per-lane row value v ([64, 4], the layout of ``_lane_sums``) broadcast over a thread's entries of
+    ``_lane_view``'s [64, C / 8, 4, 2]."""
+    return gl.expand_dims(gl.expand_dims(v, 1), 3)
+
+
+@gluon.jit
+def _quad_max(m, pm, warp):
+    """LANE_MAX: the rows' new maxima, per lane ([64, 4]): where the warp's vote (warp, 1.0 or 0.0, the same in every
+    lane) says some row grew, the maximum of pm (each lane's max(m, its entries)) over the row's four lanes, two
+    shuffles (``QUAD_MAX_ASM``); else m itself, with no shuffle (the asm's outputs are tied to m)."""
+    return gl.inline_asm_elementwise(QUAD_MAX_ASM, "=r,=r,0,1,r,r,r,r", [m, pm, warp], dtype=gl.float32,
+                                     is_pure=True, pack=2)
+
+
+@gluon.jit
+def _lane_exponent(s, m, neg, small, warp, qk_scale):
+    """LANE_MAX: the exponents of the scores s against their rows' maxima m (per lane, [64, 4]) as a
+    [64, BLOCK_N / 8, 4, 2] ``_lane_view``: ``_fused_exponent``'s, with its vote (small) and fma addend (neg) taken
+    on the maxima before the step, which are m where the warp did not grow (warp, ``_warp_grew``); where it grew, the
+    exact exponent (``_lane_exponent_code``), so that the vote is not on the path from the scores to the
+    exponentials."""
+    gl.static_assert(s.shape[0] == 64, "LANE_MAX: one warpgroup's 64 rows of scores (128 threads)")
+    n: gl.constexpr = s.shape[1] // 2
+    return gl.inline_asm_elementwise(_lane_exponent_code(n), _lane_exponent_constraints(n),
+                                     [_lane_view(s), _lane_broadcast(m), _lane_broadcast(neg), qk_scale,
+                                      _lane_broadcast(small), _lane_broadcast(warp)],
+                                     dtype=gl.float32, is_pure=True, pack=n)
+
+
+@gluon.jit
 def _row_sums(l_i, LANE_SUMS: gl.constexpr):
     """The row sums: l_i itself, or with LANE_SUMS the sum of its lanes' partial sums (``_lane_sums``), in the
     layout of a row's entries of the scores."""
@@ -862,12 +946,20 @@ def _row_sums(l_i, LANE_SUMS: gl.constexpr):
 
 
 @gluon.jit
-def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, RARE_RESCALE: gl.constexpr = False):
+def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, RARE_RESCALE: gl.constexpr = False,
+              LANE_MAX: gl.constexpr = False):
     """acc times each row's alpha. RARE_RESCALE: rescale is the warp's decision (1.0 or 0.0 in each of its rows'
     entries, the same in every lane: ``_warp_grew``), and a warp without it skips the multiplications behind a
     uniform branch (``_rescale_code``); its alpha is then 1 in every row, so acc is what the multiplications would
     give."""
-    if RARE_RESCALE:
+    if LANE_MAX:
+        # alpha and rescale per lane ([64, 4], ``_lane_view``): acc seen as [64, HEAD_DIM / 8, 4, 2] (no data moved)
+        n4: gl.constexpr = acc.shape[1] // 2
+        acc4 = gl.inline_asm_elementwise(_rescale_code(n4), _rescale_constraints(n4),
+                                         [_lane_view(acc), _lane_broadcast(alpha), _lane_broadcast(rescale)],
+                                         dtype=gl.float32, is_pure=True, pack=n4)
+        acc = gl.convert_layout(gl.reshape(acc4, [acc.shape[0], acc.shape[1]]), o_layout, assert_trivial=True)
+    elif RARE_RESCALE:
         a = gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))[:, None]
         w = gl.convert_layout(rescale, gl.SliceLayout(1, o_layout))[:, None]
         n: gl.constexpr = acc.shape[1] // 2        # a thread's entries of acc: half its columns (64 rows, 128 threads)
@@ -938,7 +1030,8 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
                   PINGPONG: gl.constexpr = False, my_turn=None, next_turn=None, TURN_FLIP: gl.constexpr = 0,
                   base=0, rbase=0, PAIRED_CVT: gl.constexpr = False, RARE_RESCALE: gl.constexpr = False,
                   FUSED_EXPONENT: gl.constexpr = False,
-                  SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
+                  SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
+                LANE_MAX: gl.constexpr = False):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -961,7 +1054,7 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
         # and ptxas copied it into the operand's with one PRMT or MOV per pair in the consumer's turn)
         p_op = _operand(p_op, dtype, p_layout, True)
     if PINGPONG:
-        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE)
+        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE, LANE_MAX)
         mbarrier.wait(k_bars.index(slot), ((base + j) // NUM_STAGES) & 1)
         mbarrier.wait(v_bars.index(prev), ((base + j - 1) // NUM_STAGES) & 1)
         _take_turn(my_turn, rbase + j, TURN_FLIP)
@@ -974,14 +1067,14 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
         k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM])
         s = warpgroup_mma(q_tile, k_tile.permute((1, 0)), gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
                           use_acc=False, is_async=True)
-        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE)
+        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE, LANE_MAX)
         mbarrier.wait(v_bars.index(prev), ((base + j - 1) // NUM_STAGES) & 1)
         v_tile = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])
         acc = warpgroup_mma(p_op, v_tile, acc, is_async=True)
     s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
     mbarrier.arrive(k_empty.index(slot))
     p, alpha, l_i, m_i, rescale = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M,
-                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)
+                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
     if not PAIRED_CVT:
         p_op = _operand(p, dtype, p_layout)
     # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
@@ -1006,7 +1099,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
               q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False,
               RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
-              SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
+              SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
+                LANE_MAX: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -1024,6 +1118,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         l_i = _lane_sums(gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout))    # each thread's partial sums: 0
     else:
         l_i = gl.zeros([BLOCK_M], gl.float32, row_layout)
+    if LANE_MAX:
+        m_i = gl.full([BLOCK_M, 4], NO_SCORE, gl.float32, l_i.type.layout)     # each lane's copy of its rows' maxima
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     if PV_IN_FLIGHT and not SOFTMAX_OVERLAP:
         acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
@@ -1047,7 +1143,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         mbarrier.arrive(k_empty.index(base % NUM_STAGES))
         p, alpha, l_i, m_i, rescale = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL,
                                                        BLOCK_M, BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT,
-                                                       SHORT_REDUCTIONS, LANE_SUMS)
+                                                       SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
         p_op = p if PAIRED_CVT else _operand(p, dtype, p_layout)     # PAIRED_CVT: converted in the step that uses it
         for j in range(1, n_free):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
@@ -1055,20 +1151,20 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)
+                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)
+                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
         if PERSISTENT:
             mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
         last = base + n_total - 1           # the ring's block of the last key block
         if PAIRED_CVT:
             p_op = _operand(p_op, dtype, p_layout, True)
-        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE)
+        acc = _rescaled(acc, alpha, rescale, o_layout, RARE_RESCALE, LANE_MAX)
         mbarrier.wait(v_bars.index(last % NUM_STAGES), (last // NUM_STAGES) & 1)
         if PINGPONG:
             _take_turn(my_turn, rbase + n_total, TURN_FLIP)
@@ -1425,7 +1521,8 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          PINGPONG: gl.constexpr, my_turn, next_turn, TURN_FLIP: gl.constexpr,
                          SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False,
                          RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
-                         SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
+                         SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
+                LANE_MAX: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1466,7 +1563,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                   n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
                   PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem,
-                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)
+                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
@@ -1489,7 +1586,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     LEAN_BARRIERS: gl.constexpr = "", PAIRED_CVT: gl.constexpr = False,
                     RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0,
                     FUSED_EXPONENT: gl.constexpr = False,
-                    SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False):
+                    SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
+                LANE_MAX: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1525,6 +1623,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     (``_row_reduce``).
     LANE_SUMS (with FUSED_EXPONENT; stage v35): the consumers' row sums kept per thread, added across the lanes
     once per tile (``_lane_sums``).
+    LANE_MAX (with LANE_SUMS; stage v37): the consumers' row maxima kept per lane, their vote taken on each thread's
+    own maxima, and a row's four lanes' maxima exchanged only in a step that rescales (``_quad_max``).
     SNAKE_SMS (without PERSISTENT; stage v32's small_n_tile): the GPU's SMs, or 0 (off): the programs, in launch
     order, are dealt the query blocks heaviest first in waves of SNAKE_SMS, every second wave in reverse
     (``_snake_block``), so that the SM that took a wave's heaviest block is dealt the next wave's lightest.
@@ -1534,6 +1634,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     gl.static_assert(PERSISTENT or not FUSED_EXPONENT, "FUSED_EXPONENT: the persistent kernel's 64-row consumers")
     gl.static_assert(FUSED_EXPONENT or not SHORT_REDUCTIONS, "SHORT_REDUCTIONS is built on FUSED_EXPONENT")
     gl.static_assert(FUSED_EXPONENT or not LANE_SUMS, "LANE_SUMS is built on FUSED_EXPONENT")
+    gl.static_assert(LANE_SUMS or not LANE_MAX, "LANE_MAX is built on LANE_SUMS")
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
     if LEAN_BARRIERS != "":
@@ -1672,12 +1773,12 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
@@ -1824,7 +1925,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
-                fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False) -> dict:
+                fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False,
+                lane_max: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -1866,6 +1968,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if lane_sums and not fused_exponent:
         raise ValueError("lane_sums (the Gluon kernel's LANE_SUMS) needs fused_exponent: it keeps that kernel's "
                          "row sums per thread")
+    if lane_max and not lane_sums:
+        raise ValueError("lane_max (the Gluon kernel's LANE_MAX) needs lane_sums: it keeps that kernel's row maxima "
+                         "per lane, as that kernel keeps its row sums")
     if short_reductions and not fused_exponent:
         raise ValueError("short_reductions (the Gluon kernel's SHORT_REDUCTIONS) needs fused_exponent: it shortens "
                          "that kernel's row reductions")
@@ -1886,7 +1991,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
                 PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale), SNAKE_SMS=int(snake_sms),
                 FUSED_EXPONENT=bool(fused_exponent), SHORT_REDUCTIONS=bool(short_reductions),
-                LANE_SUMS=bool(lane_sums))
+                LANE_SUMS=bool(lane_sums), LANE_MAX=bool(lane_max))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -1992,7 +2097,8 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
-                fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False):
+                fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False,
+                lane_max: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -2020,7 +2126,8 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                          register_realloc=register_realloc, split_consumers=split_consumers, pingpong=pingpong,
                          persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
                          paired_cvt=paired_cvt, rare_rescale=rare_rescale, snake_sms=snake_sms,
-                         fused_exponent=fused_exponent, short_reductions=short_reductions, lane_sums=lane_sums)
+                         fused_exponent=fused_exponent, short_reductions=short_reductions, lane_sums=lane_sums,
+                         lane_max=lane_max)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -2086,7 +2193,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
             sections: bool = False, fold: bool = False, lean_barriers: bool = False,
             paired_cvt: bool = False, rare_rescale: bool = False, fused_exponent: bool = False,
-            short_reductions: bool = False, lane_sums: bool = False):
+            short_reductions: bool = False, lane_sums: bool = False, lane_max: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -2095,6 +2202,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    lane_sums = lane_sums or lane_max
     fused_exponent = fused_exponent or short_reductions or lane_sums
     rare_rescale = rare_rescale or fused_exponent
     paired_cvt = paired_cvt or rare_rescale
@@ -2117,7 +2225,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
                        softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
                        lean_barriers, paired_cvt, rare_rescale, fused_exponent=fused_exponent,
-                       short_reductions=short_reductions, lane_sums=lane_sums)
+                       short_reductions=short_reductions, lane_sums=lane_sums, lane_max=lane_max)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out
