@@ -905,9 +905,11 @@ def _lane_view(x):
 
 
 @gluon.jit
-def _lane_broadcast(v):
+def _lane_broadcast(v, x4):
     """LANE_MAX: a per-lane row value v ([64, 4], the layout of ``_lane_sums``) broadcast over a thread's entries of
-    ``_lane_view``'s [64, C / 8, 4, 2]."""
+    x4, a ``_lane_view`` ([64, C / 8, 4, 2]; the [64, 4] layouts of two views of different C are the same
+    registers and lanes, so the conversion moves nothing)."""
+    v = gl.convert_layout(v, gl.SliceLayout(1, gl.SliceLayout(3, x4.type.layout)), assert_trivial=True)
     return gl.expand_dims(gl.expand_dims(v, 1), 3)
 
 
@@ -929,9 +931,10 @@ def _lane_exponent(s, m, neg, small, warp, qk_scale):
     exponentials."""
     gl.static_assert(s.shape[0] == 64, "LANE_MAX: one warpgroup's 64 rows of scores (128 threads)")
     n: gl.constexpr = s.shape[1] // 2
+    s4 = _lane_view(s)
     return gl.inline_asm_elementwise(_lane_exponent_code(n), _lane_exponent_constraints(n),
-                                     [_lane_view(s), _lane_broadcast(m), _lane_broadcast(neg), qk_scale,
-                                      _lane_broadcast(small), _lane_broadcast(warp)],
+                                     [s4, _lane_broadcast(m, s4), _lane_broadcast(neg, s4), qk_scale,
+                                      _lane_broadcast(small, s4), _lane_broadcast(warp, s4)],
                                      dtype=gl.float32, is_pure=True, pack=n)
 
 
@@ -955,8 +958,9 @@ def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, RARE_RESCALE: gl.cons
     if LANE_MAX:
         # alpha and rescale per lane ([64, 4], ``_lane_view``): acc seen as [64, HEAD_DIM / 8, 4, 2] (no data moved)
         n4: gl.constexpr = acc.shape[1] // 2
+        acc4 = _lane_view(acc)
         acc4 = gl.inline_asm_elementwise(_rescale_code(n4), _rescale_constraints(n4),
-                                         [_lane_view(acc), _lane_broadcast(alpha), _lane_broadcast(rescale)],
+                                         [acc4, _lane_broadcast(alpha, acc4), _lane_broadcast(rescale, acc4)],
                                          dtype=gl.float32, is_pure=True, pack=n4)
         acc = gl.convert_layout(gl.reshape(acc4, [acc.shape[0], acc.shape[1]]), o_layout, assert_trivial=True)
     elif RARE_RESCALE:

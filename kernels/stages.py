@@ -290,7 +290,7 @@ GLUON: Mapping[str, Switch] = {
                "entries of a row (the same decision: a row grew past the threshold exactly where one of its lanes' "
                "maxima did), and the two shuffles per row that exchange a row's four lanes' maxima run only in a "
                "step where the warp rescales, behind a branch uniform in the warp, where v35 runs them in every "
-               "step on the path from the scores to the first exponential; the same values as v35's",
+               "step on the path from the scores to the first exponential; the fused exponent's vote is taken on the maxima before the step, and a step that rescales takes the exact exponent",
                "LANE_MAX", requires=("lane_sums",)),
     )
 }
