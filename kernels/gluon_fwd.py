@@ -784,7 +784,8 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr,
                      RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
                      SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                LANE_MAX: gl.constexpr = False):
+                LANE_MAX: gl.constexpr = False,
+                     FIRST: gl.constexpr = False):
     """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
     probabilities p, the factor alpha by which the output so far is to be rescaled, the new l_i and m_i, and
     whether acc is to be rescaled (1, a scalar; always without RARE_RESCALE).
@@ -817,13 +818,20 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
     if LANE_MAX:
         # each thread's maxima of its rows' entries (in-thread FMNMX), the warp's vote on them, and the maxima across
         # a row's four lanes (two shuffles) only where the vote says some row grew (``_quad_max``)
-        # FUSED_EXPONENT's vote on the maxima the rows have (off that path: they are known before the scores)
-        neg = m_i * -qk_scale
-        small = _warp_small(neg)
         pm = gl.maximum(m_i, gl.max(gl.max(_lane_view(s), 3), 1))
         warp = _warp_grew(_exponent(pm, m_i, qk_scale))
         m_new = _quad_max(m_i, pm, warp)
-        p4 = gl.exp2(_lane_exponent(s, m_new, neg, small, warp, qk_scale))
+        if FIRST:
+            # a tile's first block, whose maxima are new in every row with a finite score: the fused exponent's
+            # vote on them, as v35 takes it
+            neg = m_new * -qk_scale
+            small = _warp_small(neg)
+            p4 = gl.exp2(_lane_exponent(s, m_new, neg, small, gl.zeros_like(warp), qk_scale))
+        else:
+            # FUSED_EXPONENT's vote on the maxima the rows had (off that path: they are known before the scores)
+            neg = m_i * -qk_scale
+            small = _warp_small(neg)
+            p4 = gl.exp2(_lane_exponent(s, m_new, neg, small, warp, qk_scale))
         alpha = gl.where(warp != 0, gl.exp2(_exponent(m_i, m_new, qk_scale)), 1.0)     # after: off that path too
         l_i = l_i * alpha + gl.sum(gl.sum(p4, 3), 1)
         p = gl.convert_layout(gl.reshape(p4, [BLOCK_M, BLOCK_N]), s_layout, assert_trivial=True)
@@ -1147,7 +1155,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         mbarrier.arrive(k_empty.index(base % NUM_STAGES))
         p, alpha, l_i, m_i, rescale = _overlap_softmax(s0, m_i, l_i, offs_m, 0, N, qk_scale, True, IS_CAUSAL,
                                                        BLOCK_M, BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT,
-                                                       SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
+                                                       SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, True)
         p_op = p if PAIRED_CVT else _operand(p, dtype, p_layout)     # PAIRED_CVT: converted in the step that uses it
         for j in range(1, n_free):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
