@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def sealed_grids():
     """(grid as a DataFrame, {kernel source: SHA-256}) of each sealed grid that records its sources' hashes; each
     grid's folder is verified (seal.verify) before it is read."""
-    for grid in sorted((ROOT / "data" / "nvidia-h200").rglob("correctness.csv")):
+    for grid in sorted((ROOT / "data").glob("*/**/correctness.csv")):     # every GPU's: an H100 runs the sm_90 build too
         folder = next((p for p in grid.parents if (p / seal.NAME).exists()), None)
         if folder is None:
             continue

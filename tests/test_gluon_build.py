@@ -125,13 +125,15 @@ SHORT_CONFIGS = {"short-" + name.removeprefix("fused-"): c for name, c in FUSED_
 # The kernel with LANE_SUMS (stage v35, on FUSED_EXPONENT, without SHORT_REDUCTIONS): v33's configurations with each
 # thread's partial row sums kept across the steps.
 LANE_CONFIGS = {"lane-" + name.removeprefix("fused-"): c for name, c in FUSED_CONFIGS.items()}
+# The kernel with LANE_MAX (stage v37, on LANE_SUMS): v35's configurations with the row maxima kept per lane.
+MAX_CONFIGS = {"max-" + name.removeprefix("lane-"): c for name, c in LANE_CONFIGS.items()}
 # The kernel with SNAKE_SMS (stage v32's small_n_tile, on v19's kernel): v19's configurations of 64-row tiles with
 # its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
 SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
                                                       "64x128s2")}
-# the persistent kernels (v26 to v31, v33 to v35)
+# the persistent kernels (v26 to v31, v33 to v35, v37)
 PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS,
-                   **RARE_CONFIGS, **FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS}
+                   **RARE_CONFIGS, **FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS, **MAX_CONFIGS}
 # the three partitions with setmaxnreg (v24 to v29)
 SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
@@ -160,7 +162,8 @@ _COMPILE = textwrap.dedent("""
                             snake_sms=int(later[9]) if later[9:] else 0,
                             fused_exponent=bool(later[10:] and later[10]),
                             short_reductions=bool(later[11:] and later[11]),
-                            lane_sums=bool(later[12:] and later[12]))
+                            lane_sums=bool(later[12:] and later[12]),
+                            lane_max=bool(later[13:] and later[13]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -235,6 +238,8 @@ def built(tmp_path_factory):
                          True] for name, c in SHORT_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
                          False, True] for name, c in LANE_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
+                         False, True, True] for name, c in MAX_CONFIGS.items()},
                **{name: [*CONFIGS[plain], False, False, False, "", False, False, False, False, False, False, False,
                          False, False, SNAKE_SMS] for name, plain in SNAKE_CONFIGS.items()}}
     source = verified_source(out / "sources")
@@ -927,7 +932,7 @@ def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_seri
     from kernels.stages import PRODUCER_IDLE_WARPS
     m = built[name]
     assert m["registers"] == SPLIT_CONSUMERS_MAXNREG and m["num_warps"] == 12 == 4 + 4 + 1 + PRODUCER_IDLE_WARPS
-    if name in FUSED_CONFIGS or name in SHORT_CONFIGS or name in LANE_CONFIGS:    # v33-v35: a few scalars outside
+    if name in {**FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS, **MAX_CONFIGS}:    # v33-v35, v37: scalars outside
         # the KV loops (their own tests hold the loops free)
         assert m["local"] == 0 and m["stack"] <= FUSED_STACK_BYTES
     else:
@@ -1079,7 +1084,8 @@ def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, na
     shape, _, _, _, bn, stages = PERSISTENT_LIKE[name]
     m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")
                                 .removeprefix("lean-").removeprefix("pair-").removeprefix("rare-")
-                                .removeprefix("fused-").removeprefix("short-").removeprefix("lane-")]
+                                .removeprefix("fused-").removeprefix("short-").removeprefix("lane-")
+                                .removeprefix("max-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
@@ -1101,7 +1107,7 @@ def test_persistent_producer_loads_q_and_o_has_its_own_buffer(built, name):
     assert m["mix"]["UTMALDG"] == 4 * (D // 64) and m["mix"]["UTMASTG"] == 2
     assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read\s+0;", m["ptx"])) == 4
     tiles = 2 * (2 * 128 * D + 2 * stages * bn * D)
-    scratch = 2 * 64 * 4 * 4 if name in LANE_CONFIGS else 0
+    scratch = 2 * 64 * 4 * 4 if name in LANE_CONFIGS or name in MAX_CONFIGS else 0
     assert tiles <= m["shared"] <= tiles + 1024 + scratch
     assert m["shared"] <= 232448
 
@@ -1648,6 +1654,77 @@ def test_lane_sums_take_the_row_sums_shuffles_out_of_the_kv_loops(built, name):
         assert last[0] < wait[0] and last[1] < wait[1]
         assert count(body[last[0]:wait[0]], "SHFL") == 0 and count(v33_body[last[1]:wait[1]], "SHFL") == 4
         assert_overlapped_step(body, name, shape[4], bn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# LANE_MAX (stage v37): each lane's copy of its rows' maxima, the lanes' exchange only in a step that rescales
+# ---------------------------------------------------------------------------------------------------------------
+
+def kv_loops_at(sass: str) -> list:
+    """``kv_loops`` with each instruction's address: lists of (address, text)."""
+    ins = _instructions(sass)
+    spans = []
+    for addr, text in ins:
+        m = re.match(r"BRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < addr:
+            spans.append((int(m.group(1), 16), addr))
+    inner = [(s, e) for s, e in spans if not any(s <= s2 and e2 < e for s2, e2 in spans if (s2, e2) != (s, e))]
+    bodies = [[(a, t) for a, t in ins if s <= a <= e] for s, e in inner]
+    return [b for b in bodies if any(t.startswith("HGMMA") for _, t in b)]
+
+
+def common_path(body: list) -> list:
+    """The instructions a step issues from its wait for the scores (WARPGROUP.DEPBAR.LE 1) to its first exponent
+    (FFMA), skipping each forward branch's span that holds a shuffle (LANE_MAX's exchange, taken only where the
+    warp rescales): texts."""
+    one = next(i for i, (_, t) in enumerate(body) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+    first = next(i for i in range(one, len(body)) if body[i][1].startswith("FFMA"))
+    path, i = [], one
+    while i < first:
+        addr, text = body[i]
+        m = re.match(r"BRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) > addr:
+            target = int(m.group(1), 16)
+            span = [t for a, t in body if addr < a < target]
+            if any(t.startswith("SHFL") for t in span):
+                path.append(text)
+                i = next(k for k, (a, _) in enumerate(body) if a >= target)
+                continue
+        path.append(text)
+        i += 1
+    return path
+
+
+@pytest.mark.parametrize("name", MAX_CONFIGS)
+def test_lane_max_takes_the_row_maxima_shuffles_off_the_common_step(built, name):
+    """v35's registers, products, exponentials, loads, stores, barriers and votes, nothing spilled inside the KV
+    loops; in each KV loop v35's products, exponentials, conversions and shuffles, the 4 shuffles (the row maxima's
+    exchange across a row's lanes, two levels of two rows) inside a forward branch's span, so that a step that does
+    not rescale skips them; on that step's path from the wait for the scores to the first exponent no shuffle and
+    at least 10 instructions fewer than v35's; the overlap kept."""
+    shape, _, _, _, bn, _ = MAX_CONFIGS[name]
+    m, v35 = built[name], built["lane-" + name.removeprefix("max-")]
+    assert m["registers"] == v35["registers"] and m["local"] == 0
+    assert "C7512" not in m["ptxas"] and "serialized" not in m["ptxas"]
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL", "SHFL"):
+        assert m["mix"].get(op, 0) == v35["mix"].get(op, 0), op
+    if shape[3] == 1:
+        return
+    loops, v35_loops = kv_loops_at(m["sass"]), kv_loops_at(v35["sass"])
+    assert len(loops) == len(v35_loops) == 4
+
+    def count(body, op):
+        return len([t for t in body if t.startswith(op)])
+    for body, v35_body in zip(loops, v35_loops):
+        texts, v35_texts = [t for _, t in body], [t for _, t in v35_body]
+        assert not [t for t in texts if t.startswith(("STL", "LDL"))]
+        for op in ("HGMMA", "MUFU.EX2", "F2FP", "SHFL", "VOTE"):
+            assert count(texts, op) == count(v35_texts, op), op
+        assert count(texts, "SHFL") == 4
+        path, v35_path = common_path(body), common_path(v35_body)
+        assert count(path, "SHFL") == 0 and count(v35_path, "SHFL") == 4
+        assert len(path) <= len(v35_path) - 10, (len(path), len(v35_path))
+        assert_overlapped_step(texts, name, shape[4], bn)
 
 
 # ---------------------------------------------------------------------------------------------------------------
