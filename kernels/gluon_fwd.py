@@ -21,8 +21,9 @@ PAIRED_CVT (on PERSISTENT, stage v30, built with v29's switches) converts the pr
 16-bit operand two at a time, at the start of the step that multiplies them (``_operand``). RARE_RESCALE (stage v31)
 rescales only where a row's maximum grew by more than 2^8, FUSED_EXPONENT (stage v33) computes the exponents
 by one FFMA each where a warp's maxima are small (``_overlap_softmax``), and SHORT_REDUCTIONS (stage v34) reduces
-each row's maximum and sum in short chains (``_row_reduce``), and LANE_SUMS (stage v35) keeps each thread's
-partial row sums across the steps (``_lane_sums``).
+each row's maximum and sum in short chains (``_row_reduce``), LANE_SUMS (stage v35) keeps each thread's
+partial row sums across the steps (``_lane_sums``), and LANE_MAX (stage v37) keeps each lane's copy of its rows'
+maxima, exchanged across a row's four lanes only in a step that rescales (``_quad_max``).
 
 The algorithm
 -------------
@@ -806,7 +807,18 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
 
     LANE_SUMS (stage v35, with FUSED_EXPONENT): l_i is each thread's partial sums ([BLOCK_M, 4], ``_lane_sums``),
     rescaled and added to within the thread, with no shuffle; the consumer adds the lanes' sums once, at the tile's
-    end (``_row_sums``)."""
+    end (``_row_sums``).
+
+    LANE_MAX (stage v37, with LANE_SUMS): m_i is each lane's copy of its rows' maxima ([BLOCK_M, 4], the layout of
+    l_i; the four lanes of a row hold the same value). The vote on the warp's growth is taken on each lane's
+    max(m_i, its own entries of the row): a row's maximum grew by more than RESCALE_GROWTH exactly where one of its
+    lanes' did (the maximum over the lanes of the rounded differences is the rounded difference of the maxima), so
+    the decision is v35's. Only where the vote says so are the lanes' maxima exchanged (``_quad_max``: two
+    shuffles per row behind a branch uniform in the warp), so that a step that does not rescale has no shuffle
+    between its scores and its exponentials. FUSED_EXPONENT's vote is taken on the maxima before the step, which
+    are the step's where it does not rescale (``_lane_exponent``); a step that rescales takes the exact exponent,
+    and a tile's first block (FIRST), whose maxima are all new, v35's vote on its new maxima. alpha, the rescale
+    decision and acc's rescale are per lane too (``_rescaled`` on ``_lane_view``s of acc)."""
     if MASKED:
         start_n = j * BLOCK_N
         cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
