@@ -56,7 +56,10 @@ def values(seal_file: Path, grid_seal: Path, correctness: Path, grid_env: Path, 
     if ran != now:
         raise ValueError(f"{correctness} verified {kernel} {ran[:12]}..., not its current source "
                          f"{now[:12]}...: verify on a GPU again and point GLUON_GRID at that run")
-    v.macro("GluonGridRun", Path(grid_seal).parent.name)
+    folder = Path(grid_seal).parent
+    # the grid's folder under data/<gpu>/ (run-35, probes/v37-final) and the GPU it ran on (its env.json's)
+    v.macro("GluonGridRun", folder.relative_to(next(p for p in folder.parents if p.parent.name == "data")).as_posix())
+    v.macro("GluonGridGpu", json.loads(Path(grid_env).read_text())["gpu"].removeprefix("NVIDIA "))
     c = pd.read_csv(correctness)
     first, second = GLUON_STAGES[0], GLUON_STAGES[1]
     n1, n2 = counts(c, first), counts(c, second)
