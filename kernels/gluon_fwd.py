@@ -22,7 +22,7 @@ PAIRED_CVT (on PERSISTENT, stage v30, built with v29's switches) converts the pr
 rescales only where a row's maximum grew by more than 2^8, FUSED_EXPONENT (stage v33) computes the exponents
 by one FFMA each where a warp's maxima are small (``_overlap_softmax``), and SHORT_REDUCTIONS (stage v34) reduces
 each row's maximum and sum in short chains (``_row_reduce``), LANE_SUMS (stage v35) keeps each thread's
-partial row sums across the steps (``_lane_sums``), and LANE_MAX (stage v37) keeps each lane's copy of its rows'
+partial row sums across the steps (``_lane_sums``), and LANE_MAX (stage v36) keeps each lane's copy of its rows'
 maxima, exchanged across a row's four lanes only in a step that rescales (``_quad_max``).
 
 The algorithm
@@ -438,7 +438,7 @@ WARP_SMALL_ASM = gl.constexpr("{ .reg .pred g, h, a; .reg .f32 t, u; abs.f32 t, 
                               "setp.lt.f32 g, t, " + _FUSED_LIMIT + "; setp.lt.f32 h, u, " + _FUSED_LIMIT + "; "
                               "and.pred g, g, h; vote.sync.all.pred a, g, 0xffffffff; "
                               "selp.f32 $0, 0f3F800000, 0f00000000, a; mov.b32 $1, $0; }")
-# LANE_MAX (stage v37): _quad_max's asm. Outputs $0, $1 tied to a thread's two maxima m ($2, $3: rows r and r + 8 at
+# LANE_MAX (stage v36): _quad_max's asm. Outputs $0, $1 tied to a thread's two maxima m ($2, $3: rows r and r + 8 at
 # its lane); where the warp's decision ($6, the same as $7) is not 0, each becomes the maximum over the row's four
 # lanes (butterfly shuffles over lanes xor 2 and xor 1, Triton's own order for a row's reduction) of the lanes'
 # values $4, $5; max.f32 is the max of Triton's reductions (a NaN operand gives the other one)
@@ -809,7 +809,7 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
     rescaled and added to within the thread, with no shuffle; the consumer adds the lanes' sums once, at the tile's
     end (``_row_sums``).
 
-    LANE_MAX (stage v37, with LANE_SUMS): m_i is each lane's copy of its rows' maxima ([BLOCK_M, 4], the layout of
+    LANE_MAX (stage v36, with LANE_SUMS): m_i is each lane's copy of its rows' maxima ([BLOCK_M, 4], the layout of
     l_i; the four lanes of a row hold the same value). The vote on the warp's growth is taken on each lane's
     max(m_i, its own entries of the row): a row's maximum grew by more than RESCALE_GROWTH exactly where one of its
     lanes' did (the maximum over the lanes of the rounded differences is the rounded difference of the maxima), so
@@ -1647,7 +1647,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     (``_row_reduce``).
     LANE_SUMS (with FUSED_EXPONENT; stage v35): the consumers' row sums kept per thread, added across the lanes
     once per tile (``_lane_sums``).
-    LANE_MAX (with LANE_SUMS; stage v37): the consumers' row maxima kept per lane, their vote taken on each thread's
+    LANE_MAX (with LANE_SUMS; stage v36): the consumers' row maxima kept per lane, their vote taken on each thread's
     own maxima, and a row's four lanes' maxima exchanged only in a step that rescales (``_quad_max``).
     SNAKE_SMS (without PERSISTENT; stage v32's small_n_tile): the GPU's SMs, or 0 (off): the programs, in launch
     order, are dealt the query blocks heaviest first in waves of SNAKE_SMS, every second wave in reverse

@@ -284,7 +284,7 @@ GLUON: Mapping[str, Switch] = {
                "does, where v33 adds them across the lanes with two shuffles and two FADDs per row in every step, "
                "after the last exponential; short_reductions off (v34 was slower)",
                "LANE_SUMS", replaces=("short_reductions",), requires=("fused_exponent",)),
-        Switch("lane_max", "v37",
+        Switch("lane_max", "v36",
                "in the persistent kernel's consumers (v32 above N = 512), each row's maximum kept per lane, as the "
                "sums are since v35: a step's vote on a warp's growth is taken on each thread's maximum of its own "
                "entries of a row (the same decision: a row grew past the threshold exactly where one of its lanes' "

@@ -89,8 +89,8 @@ rule tables:
 # or \val{table}{row}{column} (pipeline.latex).
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
-PROBE_GATE37 = "data/nvidia-h100/probes/v37-final"   # v37's gate, on an H100 (no H200 was lent): the same against v35
-GLUON_GRID = PROBE_GATE37   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
+PROBE_GATE36 = "data/nvidia-h100/probes/lane-max-gate"   # v36's gate, on an H100 (no H200 was lent): the same against v35
+GLUON_GRID = PROBE_GATE36   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
 EXACT_FIRST = f"{DATA}/run-29"   # the first run of the exact exponent (1c7a071), which replaced the clamp
@@ -178,7 +178,7 @@ VALUES = {
                   kernels=f"{PROBE_ORDER}/kernel_sha256.txt", fixed_kernels=f"{PROBE_RAREFIX}/kernel_sha256.txt"),
     "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",
                   v34_seal=f"{PROBE_GATE34}/SHA256SUMS", v34_ab=f"{PROBE_GATE34}/ab.csv",
-                  v37_seal=f"{PROBE_GATE37}/SHA256SUMS", v37_ab=f"{PROBE_GATE37}/ab.csv",
+                  v36_seal=f"{PROBE_GATE36}/SHA256SUMS", v36_ab=f"{PROBE_GATE36}/ab.csv",
                   predictions="data/predictions/stages.csv"),
     "rarefix": dict(bug_seal=f"{PROBE_RAREBUG}/SHA256SUMS", bug_guards=f"{PROBE_RAREBUG}/gpu_tests_guards.log",
                     fix_seal=f"{PROBE_RAREFIX}/SHA256SUMS", fix_guards=f"{PROBE_RAREFIX}/gpu_tests_guards.log",

@@ -1,11 +1,11 @@
 """The paper's numbers from the gates of the stages that no run has timed yet: data/<gpu>/probes/v33-check,
-v34-check and (on an H100) v37-final (sealed), each an A/B timing (ab_probe.py) of a stage, the stage before it and cuDNN at the headline
+v34-check and (on an H100) lane-max-gate (sealed), each an A/B timing (ab_probe.py) of a stage, the stage before it and cuDNN at the headline
 layout, in rounds whose order reverses every second round, on one GPU, beside that stage's verify grid and guard
 tests. The committed predictions of each stage against the one before it (data/predictions/stages.csv, quantity
 time) are checked against the probe's medians.
 
 - \\GateRounds: the rounds per length and dtype (the fewest of the probes);
-- \\GateThirtyThreeGpu, \\GateThirtyFourGpu, \\GateThirtySevenGpu: each probe's GPU (its UUID's first 12 characters);
+- \\GateThirtyThreeGpu, \\GateThirtyFourGpu, \\GateThirtySixGpu: each probe's GPU (its UUID's first 12 characters);
 - \\val{gate}{<stage>@<N>}{<fp16|bf16>}: the stage's time over the stage before it's in a round (kernels alone), the
   median over the rounds, as a change in percent;
 - \\val{gate}{<stage>@<N>}{x}: the median over the rounds of the stage's time over cuDNN's (float16);
@@ -28,8 +28,8 @@ GATES = {"v33": ("v32", ("GateThirtyThreeGpu", "GateThirtyThreeSlowerRounds", "G
                          "GateThirtyThreeChecked")),
          "v34": ("v33", ("GateThirtyFourGpu", "GateThirtyFourSlowerRounds", "GateThirtyFourHeld",
                          "GateThirtyFourChecked")),
-         "v37": ("v35", ("GateThirtySevenGpu", "GateThirtySevenSlowerRounds", "GateThirtySevenHeld",
-                         "GateThirtySevenChecked"))}
+         "v36": ("v35", ("GateThirtySixGpu", "GateThirtySixSlowerRounds", "GateThirtySixHeld",
+                         "GateThirtySixChecked"))}
 
 
 def per_round(ab: Path, stage: str, before: str) -> tuple[str, pd.DataFrame]:

@@ -57,7 +57,7 @@ def values(seal_file: Path, grid_seal: Path, correctness: Path, grid_env: Path, 
         raise ValueError(f"{correctness} verified {kernel} {ran[:12]}..., not its current source "
                          f"{now[:12]}...: verify on a GPU again and point GLUON_GRID at that run")
     folder = Path(grid_seal).parent
-    # the grid's folder under data/<gpu>/ (run-35, probes/v37-final) and the GPU it ran on (its env.json's)
+    # the grid's folder under data/<gpu>/ (run-35, probes/lane-max-gate) and the GPU it ran on (its env.json's)
     v.macro("GluonGridRun", folder.relative_to(next(p for p in folder.parents if p.parent.name == "data")).as_posix())
     v.macro("GluonGridGpu", json.loads(Path(grid_env).read_text())["gpu"].removeprefix("NVIDIA "))
     c = pd.read_csv(correctness)
