@@ -1,0 +1,20 @@
+"""ab.csv read (python summarize.py > summary.txt): per length and dtype, the medians over the rounds of each
+round's ratio of v36 to v35 and of each to cuDNN, by the kernels' median (kernels_us) and by each entry's fastest
+sample of its kernels alone (min_us less the call's work beyond its kernels), the rounds in which v36 took longer
+than v35, and the SM clock's median over the samples (NVML, the readings nearest each sample)."""
+import pandas as pd
+
+t = pd.read_csv("ab.csv")
+fast = t.assign(kernels_us=t.min_us - (t.time_us - t.kernels_us))
+rows = []
+for (n, dt), g in t.groupby(["N", "dtype"]):
+    w = g.pivot_table(index="round", columns="variant", values="kernels_us")
+    f = fast[(fast.N == n) & (fast.dtype == dt)].pivot_table(index="round", columns="variant", values="kernels_us")
+    mhz = pd.Series([float(x) for s in g.sample_mhz for x in str(s).split(";")]).median()
+    rows.append(dict(N=n, dtype=dt, v36_over_v35=(w.v36 / w.v35).median(),
+                     v36_over_v35_fastest=(f.v36 / f.v35).median(), v35_x=(w.v35 / w["torch-cudnn"]).median(),
+                     v36_x=(w.v36 / w["torch-cudnn"]).median(), v35_x_fastest=(f.v35 / f["torch-cudnn"]).median(),
+                     v36_x_fastest=(f.v36 / f["torch-cudnn"]).median(), v36_slower_rounds=int((w.v36 > w.v35).sum()),
+                     rounds=len(w), sm_mhz=mhz))
+print(f"GPU {t.uuid.unique()}")
+print(pd.DataFrame(rows).round(4).to_string(index=False))
