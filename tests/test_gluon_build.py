@@ -275,21 +275,36 @@ def _instructions(sass: str) -> list:
     return ins
 
 
-def innermost_loops(ins: list) -> list:
-    """The bodies (lists of instruction texts) of the innermost loops (backward branches) among instructions ins."""
+# a branch and its target's address (the instruction text, without its predicate)
+BRANCH = re.compile(r"BRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)")
+
+
+def innermost_loops_at(ins: list) -> list:
+    """The bodies (lists of (address, instruction text)) of the innermost loops (backward branches) among
+    instructions ins."""
     spans = []
     for addr, text in ins:
-        m = re.match(r"BRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text)
+        m = BRANCH.match(text)
         if m and int(m.group(1), 16) < addr:
             spans.append((int(m.group(1), 16), addr))
     inner = [(s, e) for s, e in spans if not any(s <= s2 and e2 < e for s2, e2 in spans if (s2, e2) != (s, e))]
-    return [[t for a, t in ins if s <= a <= e] for s, e in inner]
+    return [[(a, t) for a, t in ins if s <= a <= e] for s, e in inner]
+
+
+def innermost_loops(ins: list) -> list:
+    """The bodies (lists of instruction texts) of the innermost loops (backward branches) among instructions ins."""
+    return [[t for _, t in body] for body in innermost_loops_at(ins)]
+
+
+def kv_loops_at(sass: str) -> list:
+    """The KV loops (``kv_loops``) with each instruction's address: lists of (address, text)."""
+    return [b for b in innermost_loops_at(_instructions(sass)) if any(t.startswith("HGMMA") for _, t in b)]
 
 
 def kv_loops(sass: str) -> list:
     """The bodies (lists of instruction texts) of the KV loops: the innermost backward branches whose body holds a
     warpgroup MMA (the out-of-line barrier retries, also backward branches, hold none)."""
-    return [b for b in innermost_loops(_instructions(sass)) if any(t.startswith("HGMMA") for t in b)]
+    return [[t for _, t in body] for body in kv_loops_at(sass)]
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -1663,19 +1678,6 @@ def test_lane_sums_take_the_row_sums_shuffles_out_of_the_kv_loops(built, name):
 # LANE_MAX (stage v36): each lane's copy of its rows' maxima, the lanes' exchange only in a step that rescales
 # ---------------------------------------------------------------------------------------------------------------
 
-def kv_loops_at(sass: str) -> list:
-    """``kv_loops`` with each instruction's address: lists of (address, text)."""
-    ins = _instructions(sass)
-    spans = []
-    for addr, text in ins:
-        m = re.match(r"BRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text)
-        if m and int(m.group(1), 16) < addr:
-            spans.append((int(m.group(1), 16), addr))
-    inner = [(s, e) for s, e in spans if not any(s <= s2 and e2 < e for s2, e2 in spans if (s2, e2) != (s, e))]
-    bodies = [[(a, t) for a, t in ins if s <= a <= e] for s, e in inner]
-    return [b for b in bodies if any(t.startswith("HGMMA") for _, t in b)]
-
-
 def common_path(body: list) -> list:
     """The instructions a step issues from its wait for the scores (WARPGROUP.DEPBAR.LE 1) to its first exponent
     (FFMA), skipping each forward branch's span that holds a shuffle (LANE_MAX's exchange, taken only where the
@@ -1685,7 +1687,7 @@ def common_path(body: list) -> list:
     path, i = [], one
     while i < first:
         addr, text = body[i]
-        m = re.match(r"BRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text)
+        m = BRANCH.match(text)
         if m and int(m.group(1), 16) > addr:
             target = int(m.group(1), 16)
             span = [t for a, t in body if addr < a < target]
