@@ -1,8 +1,8 @@
 """The paper's numbers from the gates of the stages that no run has timed yet: data/<gpu>/probes/v33-check,
-v34-check and (on an H100) lane-max-gate (sealed), each an A/B timing (ab_probe.py) of a stage, the stage before it and cuDNN at the headline
-layout, in rounds whose order reverses every second round, on one GPU, beside that stage's verify grid and guard
-tests. The committed predictions of each stage against the one before it (data/predictions/stages.csv, quantity
-time) are checked against the probe's medians.
+v34-check and (on an H100) lane-max-gate (sealed), each an A/B timing (ab_probe.py) of a stage, the stage before it
+and cuDNN at the headline layout, in rounds whose order reverses every second round, on one GPU, beside that
+stage's verify grid and guard tests. The committed predictions of each stage against the one before it
+(data/predictions/stages.csv, quantity time) are checked against the probe's medians.
 
 - \\GateRounds: the rounds per length and dtype (the fewest of v33's and v34's probes), \\GateThirtySixRounds v36's;
 - \\GateThirtyThreeGpu, \\GateThirtyFourGpu, \\GateThirtySixGpu: each probe's GPU (its UUID's first 12 characters);
@@ -49,12 +49,12 @@ def per_round(ab: Path, stage: str, before: str) -> tuple[str, pd.DataFrame]:
 def values(predictions: Path, **probes) -> Values:
     v = Values("gates")
     pred = pd.read_csv(predictions)
-    rounds = []
+    rounds = {}                 # stage -> the fewest rounds of any length and dtype of its probe
     for stage, (before, (gpu, slower, held_name, checked)) in GATES.items():
         seal.verify(Path(probes[f"{stage}_seal"]).parent)
         uuid, wide = per_round(Path(probes[f"{stage}_ab"]), stage, before)
         v.macro(gpu, uuid[:12])
-        rounds.append(wide.groupby(level=["N", "dtype"]).size().min())
+        rounds[stage] = wide.groupby(level=["N", "dtype"]).size().min()
         step = (wide[stage] / wide[before]).groupby(level=["N", "dtype"]).median()
         ratio = (wide[stage] / wide["torch-cudnn"]).groupby(level=["N", "dtype"]).median()
         for (n, dtype), r in step.items():
@@ -68,8 +68,8 @@ def values(predictions: Path, **probes) -> Values:
         v.macro(slower, str(int((at4096[stage] > at4096[before]).sum())))
         v.macro(held_name, str(held))
         v.macro(checked, str(len(rows)))
-    v.macro("GateRounds", str(min(rounds[:2])))          # v33's and v34's gates, which the paper quotes together
-    v.macro("GateThirtySixRounds", str(rounds[2]))        # v36's gate
+    v.macro("GateRounds", str(min(rounds["v33"], rounds["v34"])))     # the two gates the paper quotes together
+    v.macro("GateThirtySixRounds", str(rounds["v36"]))
     return v
 
 
