@@ -468,6 +468,16 @@ def _rescale_constraints(n):
 
 
 @gluon.constexpr_function
+def _exponent_bodies(n):
+    """FUSED_EXPONENT: the two bodies of ``_exponent_code`` and ``_lane_exponent_code`` for a thread's n exponents in
+    place ($0..$n-1), with the maxima at $2n.., the negated scaled maxima at $3n.. and the scales at $4n..: the fused
+    one fma per score, and the exact sub then mul, each rounded."""
+    fused = "".join(f"fma.rn.f32 ${i}, ${i}, ${4 * n + i}, ${3 * n + i}; " for i in range(n))
+    exact = "".join(f"sub.rn.f32 ${i}, ${i}, ${2 * n + i}; mul.rn.f32 ${i}, ${i}, ${4 * n + i}; " for i in range(n))
+    return fused, exact
+
+
+@gluon.constexpr_function
 def _exponent_code(n):
     """FUSED_EXPONENT: the inline asm of a thread's n exponents (its share of a 64-row warpgroup's scores: 64 at a
     128-key block), computed in place: outputs $0..$n-1 tied to the n scores ($n..), then their rows' maxima m,
@@ -475,8 +485,7 @@ def _exponent_code(n):
     (the first entry's: the same in every entry of the warp) takes either one fma per score, FlashAttention's
     (s x qk_scale - m x qk_scale, the product not rounded), or ``_exponent``'s sub then mul, each rounded (.rn,
     which ptxas does not contract)."""
-    fused = "".join(f"fma.rn.f32 ${i}, ${i}, ${4 * n + i}, ${3 * n + i}; " for i in range(n))
-    exact = "".join(f"sub.rn.f32 ${i}, ${i}, ${2 * n + i}; mul.rn.f32 ${i}, ${i}, ${4 * n + i}; " for i in range(n))
+    fused, exact = _exponent_bodies(n)
     return ("{ .reg .pred p; setp.ne.f32 p, $" + str(5 * n) + ", 0f00000000; @!p bra.uni EXACT${:uid}; " + fused
             + "bra.uni DONE${:uid}; EXACT${:uid}: " + exact + "DONE${:uid}: }")
 
@@ -493,8 +502,7 @@ def _lane_exponent_code(n):
     """LANE_MAX: ``_exponent_code`` with one more input after the decision, the warp's growth vote ($6n): where it
     is not 0 (a step that rescales, whose maxima are new), the exact exponent, whatever the decision on the maxima
     before the step says."""
-    fused = "".join(f"fma.rn.f32 ${i}, ${i}, ${4 * n + i}, ${3 * n + i}; " for i in range(n))
-    exact = "".join(f"sub.rn.f32 ${i}, ${i}, ${2 * n + i}; mul.rn.f32 ${i}, ${i}, ${4 * n + i}; " for i in range(n))
+    fused, exact = _exponent_bodies(n)
     return ("{ .reg .pred p, g; setp.ne.f32 g, $" + str(6 * n) + ", 0f00000000; @g bra.uni EXACT${:uid}; "
             "setp.ne.f32 p, $" + str(5 * n) + ", 0f00000000; @!p bra.uni EXACT${:uid}; " + fused
             + "bra.uni DONE${:uid}; EXACT${:uid}: " + exact + "DONE${:uid}: }")
@@ -785,8 +793,7 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr,
                      RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
                      SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                LANE_MAX: gl.constexpr = False,
-                     FIRST: gl.constexpr = False):
+                     LANE_MAX: gl.constexpr = False, FIRST: gl.constexpr = False):
     """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
     probabilities p, the factor alpha by which the output so far is to be rescaled, the new l_i and m_i, and
     whether acc is to be rescaled (1, a scalar; always without RARE_RESCALE).
@@ -835,15 +842,15 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
         m_new = _quad_max(m_i, pm, warp)
         if FIRST:
             # a tile's first block, whose maxima are new in every row with a finite score: the fused exponent's
-            # vote on them, as v35 takes it
-            neg = m_new * -qk_scale
-            small = _warp_small(neg)
-            p4 = gl.exp2(_lane_exponent(s, m_new, neg, small, gl.zeros_like(warp), qk_scale))
+            # vote on them, as v35 takes it, and no growth to force the exact exponent
+            voted = m_new
+            grew = gl.zeros_like(warp)
         else:
             # FUSED_EXPONENT's vote on the maxima the rows had (off that path: they are known before the scores)
-            neg = m_i * -qk_scale
-            small = _warp_small(neg)
-            p4 = gl.exp2(_lane_exponent(s, m_new, neg, small, warp, qk_scale))
+            voted = m_i
+            grew = warp
+        neg = voted * -qk_scale
+        p4 = gl.exp2(_lane_exponent(s, m_new, neg, _warp_small(neg), grew, qk_scale))
         alpha = gl.where(warp != 0, gl.exp2(_exponent(m_i, m_new, qk_scale)), 1.0)     # after: off that path too
         l_i = l_i * alpha + gl.sum(gl.sum(p4, 3), 1)
         p = gl.convert_layout(gl.reshape(p4, [BLOCK_M, BLOCK_N]), s_layout, assert_trivial=True)
@@ -906,21 +913,18 @@ def _row_reduce(x, MAX: gl.constexpr):
 def _lane_sums(p):
     """LANE_SUMS: each thread's partial sums of its rows of a warpgroup's 64-row block p (a warpgroup MMA's
     accumulator layout), as a [rows, 4] tensor whose column t is held by the lanes of quarter t: in that layout a
-    thread holds, of each of its rows, the columns 8 c + 2 t and 8 c + 2 t + 1, so that over a [rows, BLOCK_N / 8,
-    4, 2] view of the registers (no data moved) the sums over the third axis and then the second are within the
+    thread holds, of each of its rows, the columns 8 c + 2 t and 8 c + 2 t + 1, so that over its ``_lane_view``
+    ([rows, BLOCK_N / 8, 4, 2], no data moved) the sums over the last axis and then the second are within the
     thread. FlashAttention-3 keeps its row sums so, and adds across the lanes once per tile."""
-    rows: gl.constexpr = p.shape[0]
-    gl.static_assert(p.shape[1] % 8 == 0, "LANE_SUMS: blocks of 8 key columns")
-    r = gl.reshape(p, [rows, p.shape[1] // 8, 4, 2])
-    return gl.sum(gl.sum(r, 3), 1)
+    return gl.sum(gl.sum(_lane_view(p), 3), 1)
 
 
 @gluon.jit
 def _lane_view(x):
-    """LANE_MAX: a warpgroup MMA's accumulator x ([64, C]) seen as [64, C / 8, 4, 2] (a reshape of the registers'
-    indices, no data moved): axis 2 is the lane's quarter t of a row's four lanes, axes 1 and 3 a thread's own
-    entries of the row (columns 8 c + 2 t and 8 c + 2 t + 1), as in ``_lane_sums``."""
-    gl.static_assert(x.shape[1] % 8 == 0, "LANE_MAX: blocks of 8 columns")
+    """LANE_SUMS, LANE_MAX: a warpgroup MMA's accumulator x ([64, C]) seen as [64, C / 8, 4, 2] (a reshape of the
+    registers' indices, no data moved): axis 2 is the lane's quarter t of a row's four lanes, axes 1 and 3 a thread's
+    own entries of the row (columns 8 c + 2 t and 8 c + 2 t + 1)."""
+    gl.static_assert(x.shape[1] % 8 == 0, "LANE_SUMS, LANE_MAX: blocks of 8 columns")
     return gl.reshape(x, [x.shape[0], x.shape[1] // 8, 4, 2])
 
 
@@ -948,7 +952,8 @@ def _lane_exponent(s, m, neg, small, warp, qk_scale):
     [64, BLOCK_N / 8, 4, 2] ``_lane_view``: ``_fused_exponent``'s, with its vote (small) and fma addend (neg) taken
     on the maxima before the step, which are m where the warp did not grow (warp, ``_warp_grew``); where it grew, the
     exact exponent (``_lane_exponent_code``), so that the vote is not on the path from the scores to the
-    exponentials."""
+    exponentials. A tile's first block (``_overlap_softmax``'s FIRST) passes warp = 0 and its vote on the new
+    maxima m."""
     gl.static_assert(s.shape[0] == 64, "LANE_MAX: one warpgroup's 64 rows of scores (128 threads)")
     n: gl.constexpr = s.shape[1] // 2
     s4 = _lane_view(s)
@@ -974,7 +979,8 @@ def _rescaled(acc, alpha, rescale, o_layout: gl.constexpr, RARE_RESCALE: gl.cons
     """acc times each row's alpha. RARE_RESCALE: rescale is the warp's decision (1.0 or 0.0 in each of its rows'
     entries, the same in every lane: ``_warp_grew``), and a warp without it skips the multiplications behind a
     uniform branch (``_rescale_code``); its alpha is then 1 in every row, so acc is what the multiplications would
-    give."""
+    give. LANE_MAX: alpha and rescale are per lane ([64, 4], ``_lane_sums``' layout), broadcast over a
+    ``_lane_view`` of acc, so that no row value changes lanes."""
     if LANE_MAX:
         # alpha and rescale per lane ([64, 4], ``_lane_view``): acc seen as [64, HEAD_DIM / 8, 4, 2] (no data moved)
         n4: gl.constexpr = acc.shape[1] // 2
@@ -1055,7 +1061,7 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
                   base=0, rbase=0, PAIRED_CVT: gl.constexpr = False, RARE_RESCALE: gl.constexpr = False,
                   FUSED_EXPONENT: gl.constexpr = False,
                   SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                LANE_MAX: gl.constexpr = False):
+                  LANE_MAX: gl.constexpr = False):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -1098,7 +1104,8 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
     s = warpgroup_mma_wait(num_outstanding=1, deps=(s, ))
     mbarrier.arrive(k_empty.index(slot))
     p, alpha, l_i, m_i, rescale = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M,
-                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
+                                                   BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT,
+                                                   SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
     if not PAIRED_CVT:
         p_op = _operand(p, dtype, p_layout)
     # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
@@ -1123,8 +1130,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
               q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False,
               RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
-              SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                LANE_MAX: gl.constexpr = False):
+              SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False, LANE_MAX: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -1175,14 +1181,16 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
                                                        False, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
+                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS,
+                                                       LANE_MAX)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
                                                        True, IS_CAUSAL, BLOCK_M, BLOCK_N, HEAD_DIM, NUM_STAGES,
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
-                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
+                                                       RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS,
+                                                       LANE_MAX)
         if PERSISTENT:
             mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
         last = base + n_total - 1           # the ring's block of the last key block
@@ -1546,7 +1554,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False,
                          RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
                          SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                LANE_MAX: gl.constexpr = False):
+                         LANE_MAX: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1611,7 +1619,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0,
                     FUSED_EXPONENT: gl.constexpr = False,
                     SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                LANE_MAX: gl.constexpr = False):
+                    LANE_MAX: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1797,12 +1805,14 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(0), H, GROUP, N, qk_scale,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT,
+                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
-                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)),
+                                    SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT,
+                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
