@@ -27,7 +27,7 @@ class FakeNcu:
     raises on that ncu call (before its report is written)."""
 
     def __init__(self, monkeypatch):
-        self.calls, self.interrupt_at, self.permission_checks = [], None, 0
+        self.calls, self.interrupt_at, self.permission_checks, self.killed_writing = [], None, 0, False
         monkeypatch.setattr(profile, "_ncu", self.ncu)
         monkeypatch.setattr(profile, "_tidy", self.tidy)
         monkeypatch.setattr(gpu_env, "collect", lambda: {"project_commit": "fake"})
@@ -41,6 +41,8 @@ class FakeNcu:
     def ncu(self, args, target_args, log):
         self.calls.append(args)
         if len(self.calls) == self.interrupt_at:
+            if self.killed_writing:               # ncu killed with its report begun, the order file not yet written
+                Path(args[args.index("-o") + 1] + ".ncu-rep").write_text("half a rep")
             raise Interrupt()
         Path(args[args.index("-o") + 1] + ".ncu-rep").write_text("report")
         Path(target_args[target_args.index("--order") + 1]).write_text("[]")
@@ -87,6 +89,25 @@ def test_a_profile_resumed_after_a_kernel_edit_is_refused(tmp_path, monkeypatch)
     names = set(files(out))
     assert {"ncu.csv", "ncu_duration.csv", "ncu_premise.csv", "ncu_large_n.csv", "profile.ncu-rep.gz"} <= names
     assert not {"profile.lock", "profile.origin.json"} & names          # nothing left to seal
+
+
+def test_a_pass_killed_while_ncu_wrote_its_report_runs_again(tmp_path, monkeypatch):
+    """run-36 (part 2 cut at its time limit with ncu writing the duration pass's report): the resumed step took the
+    half-written report for a finished one and failed reading it, its order file missing. ncu now writes under a
+    partial name, renamed once it has returned, so the resumed step runs that pass again and finishes."""
+    tree_copy(tmp_path, monkeypatch)
+    fake = FakeNcu(monkeypatch)
+    fake.killed_writing = True
+    out = tmp_path / "profile"
+    before = interrupted_profile(out, fake)
+    assert "profile.ncu-rep.gz" in before and "duration.ncu-rep" not in before
+    assert before["duration.partial.ncu-rep"] == b"half a rep"
+    fake.calls.clear()
+    assert profile.main(profile_args(out)) == 0
+    assert len(fake.calls) == 3                               # duration again, premise, large_n
+    names = set(files(out))
+    assert {"ncu_duration.csv", "duration.ncu-rep.gz"} <= names
+    assert not any(".partial." in n for n in names)           # nothing half-written left to seal
 
 
 def test_a_profile_folder_without_its_origin_is_refused(tmp_path, monkeypatch):

@@ -13,7 +13,8 @@ profiler window, with the clocks as found (--clock-control none) and the caches 
 - the long-sequence entries (plan.profile.large_n: our last stages and cuDNN where the KV loop dominates), the
   metrics that say what limits the loop (pipes, issue, stalls, occupancy) -> ncu_large_n.csv.
 Each report is read by pipeline.nsight in a process of its own (loaded beside torch the report library has crashed).
-A run interrupted after a report was written resumes at its reading; a pass whose CSV is there is not run again.
+A run interrupted after a report was written resumes at its reading (a report is renamed from its partial name
+only once ncu has returned); a pass whose CSV is there is not run again.
 
 Resuming (pipeline.origin): profile.origin.json, written before the first report, records what the folder's reports
 and CSVs were begun under (the commit, each kernel and library file's SHA-256, this script's and profile_target.py's,
@@ -78,13 +79,18 @@ def _gzip(rep: Path, log) -> None:
 
 def _pass(out: Path, name: str, csv_name: str, mode: str, ncu_args: list, target_args: list, log) -> None:
     """One Nsight pass: run it (unless its report is there), read the report into csv_name, keep it gzipped; skipped
-    when csv_name exists (an interrupted step resumes at the reading)."""
+    when csv_name exists (an interrupted step resumes at the reading). ncu writes the report under a partial name
+    (<name>.partial.ncu-rep), renamed once ncu has returned: a pass killed while ncu was writing (run-36's part 2,
+    cut at its time limit) leaves no report that a resumed step would take for a finished one; ncu's -f overwrites
+    the partial report when the pass runs again."""
     rep, order, csv_path = out / f"{name}.ncu-rep", out / f"{name}_order.json", out / csv_name
     if csv_path.exists():
         log(f"profile: {csv_name} already done")
         return
     if not rep.exists():
-        _ncu([*ncu_args, "-o", str(rep.with_suffix(""))], [*target_args, "--order", str(order)], log)
+        partial = out / f"{name}.partial.ncu-rep"
+        _ncu([*ncu_args, "-o", str(partial.with_suffix(""))], [*target_args, "--order", str(order)], log)
+        partial.rename(rep)
     _tidy(mode, rep, order, csv_path, log)
     _gzip(rep, log)
 
