@@ -1,4 +1,4 @@
-"""The paper's numbers from probes/run-36-unfinished (data/nvidia-h100/probes/run-36-unfinished: the lite plan's run-36
+"""The paper's numbers from probes/run-36-unfinished (data/nvidia-h100-80gb-hbm3/probes/run-36-unfinished: the lite plan's run-36
 on one H100, every set timed, cut by the lease's end before the timer check, the ceilings and Nsight's cross-check,
 so sealed as a probe, not a run): the goal's tally, v36's first measurement beside v35, Qwen3's layouts, the rate at
 16384.
