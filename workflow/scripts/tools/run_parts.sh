@@ -6,7 +6,10 @@
 # finished by the next), and each part ends by packing the run's staging folder and Snakemake's metadata into
 # $OUT/staging-$RUN.tar.gz. Where a part finds no staging folder (a fresh machine) and that archive, from the same
 # commit, lies in $WHEELS, it unpacks it and marks its files newer than the tree, so that Snakemake resumes there
-# instead of measuring again; the bench's partial files refuse any other origin themselves.
+# instead of measuring again; the bench's partial files refuse any other origin themselves. A run too long for one
+# lease (run-36 on an H100): trim_staging.py cuts a lease's archive to the steps that do not depend on the card
+# (verify, compile, plan, theory, the GPU check), and a later lease at the same commit resumes from it and times
+# every set, the profile, the timer check and the ceilings on its one GPU.
 #
 #   PROJECT_COMMIT=<40-hex sha> OUT=<folder> WHEELS=.whl bash workflow/scripts/tools/run_parts.sh run-25 1
 #
