@@ -33,6 +33,15 @@ def medians(n_sweep: Path) -> tuple:
     return t, med, med.div(med["torch-cudnn"], axis=0)
 
 
+def one_gpu(folder: Path) -> str:
+    """The GPU (UUID) every timed set of a run's folder ran on (its bench-*/timings.csv); ValueError where two sets
+    ran on two GPUs: a run paragraph's ratios compare within one GPU."""
+    uuids = {u for f in sorted(Path(folder).glob("bench-*/timings.csv")) for u in pd.read_csv(f).gpu_uuid.unique()}
+    if len(uuids) != 1:
+        raise ValueError(f"{folder}: its sets ran on {sorted(uuids)}; this paragraph reads a run of one GPU")
+    return uuids.pop()
+
+
 def launch_of(stage: str, D: int, N: int) -> tuple:
     """What a stage launches at (D, N) at its own tile: the switches its kernel runs, whether its grid is a snake, and
     the tile (kernels.stages.small_n_route): two stages with the same launch run one kernel there (v32 runs v31's

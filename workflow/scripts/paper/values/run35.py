@@ -58,7 +58,8 @@ from pipeline.latex import Values, fixed
 from kernels.shapes import attention_flops
 from kernels.stages import PRODUCER_IDLE_WARPS
 from pipeline.selection import GOAL_X, HEADLINE, RATIO_TIME, STRETCH_TFLOPS
-from pipeline.sweep import DTYPES, best_gluon, medians, ncu_durations, predicted, repeat_times, steady_ratios, verdict
+from pipeline.sweep import (DTYPES, best_gluon, medians, ncu_durations, one_gpu, predicted, repeat_times, steady_ratios,
+                            verdict)
 
 ORDER = {"alternating": "each shape's entries in reverse order every second repeat",     # runs.csv's entry_order
          "fixed": "each shape's entries in one fixed order"}
@@ -76,14 +77,6 @@ NSIGHT = {"tensor": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_susta
           "cycles": "sm__cycles_active.avg"}
 ISSUED, SMS = "smsp__inst_executed.sum", "launch__sm_count"     # p35ncu's idlebar: the issued instructions, the SMs
 NSIGHT_ROWS = {"v33": "v33", "v35": "v35", "torch-cudnn": "cudnn"}   # the entries p35ncu gives, by its row name
-
-
-def one_gpu(run: Path) -> str:
-    """The GPU (UUID) every timed set of the run ran on; ValueError where two sets ran on two GPUs."""
-    uuids = {u for f in sorted(run.glob("bench-*/timings.csv")) for u in pd.read_csv(f).gpu_uuid.unique()}
-    if len(uuids) != 1:
-        raise ValueError(f"{run}: its sets ran on {sorted(uuids)}; this paragraph reads a run of one GPU")
-    return uuids.pop()
 
 
 def missed_at(best: pd.DataFrame) -> str:

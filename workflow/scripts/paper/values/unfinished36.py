@@ -35,7 +35,7 @@ from kernels.shapes import attention_flops
 from pipeline import seal
 from pipeline.latex import Values, fixed, listing
 from pipeline.selection import ALL_STAGES, GLUON_STAGES, GOAL_X, QW_GOAL_X, RATIO_TIME
-from pipeline.sweep import best_gluon, medians, predicted, verdict
+from pipeline.sweep import best_gluon, medians, one_gpu, predicted, verdict
 
 NEW, BEFORE = "v36", "v35"        # the stage this folder times for the first time in a run's sets, and its base
 RATIO_N = (8192, 16384)           # v36's predicted ratios to cuDNN
@@ -59,14 +59,6 @@ def worst(best: pd.DataFrame) -> tuple:
     return fixed(b.x, 3), f"{dtype}, $N=$ {n}"
 
 
-def one_gpu(folder: Path, verify_env: dict) -> str:
-    uuids = {u for f in sorted(folder.glob("bench-*/timings.csv")) for u in pd.read_csv(f).gpu_uuid.unique()}
-    uuids.add(verify_env["end"]["uuid"])
-    if len(uuids) != 1:
-        raise ValueError(f"{folder}: its sets and verify grid ran on {sorted(uuids)}; the text reads one GPU's")
-    return uuids.pop()
-
-
 def qwen3_points(qwen3: Path) -> list:
     """Per Qwen3 layout and N (float16): (x, stage, layout, N), the fastest Gluon stage's time over cuDNN's."""
     q = pd.read_csv(qwen3)
@@ -84,7 +76,10 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, correctness: Path, verif
     v = Values("unfinished36")
     env = json.loads(Path(verify_env).read_text())
     v.macro("UnfinishedRunCommit", env["project_commit"][:7])
-    v.macro("UnfinishedRunGpu", one_gpu(folder, env)[:12])
+    gpu = one_gpu(folder)
+    if env["end"]["uuid"] != gpu:
+        raise ValueError(f"{verify_env}: the verify step ran on {env['end']['uuid']}, the sets on {gpu}")
+    v.macro("UnfinishedRunGpu", gpu[:12])
     v.macro("UnfinishedRunGpuName", env["gpu"].removeprefix("NVIDIA "))
     missing = [words for f, words in STEPS.items() if not (folder / f).exists()]
     v.macro("UnfinishedRunNotReached", listing(missing) if missing else "none")
