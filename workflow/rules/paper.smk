@@ -90,9 +90,7 @@ rule tables:
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
 PROBE_GATE36 = "data/nvidia-h100-80gb-hbm3/probes/lane-max-gate"   # v36's gate, on an H100 (no H200 was lent): the same against v35
-# run-36 on one H100, every set timed, cut by the lease's end before the timer check, the ceilings and Nsight's
-# cross-check: sealed as a probe, not a run
-PROBE_RUN36 = "data/nvidia-h100-80gb-hbm3/probes/run-36-unfinished"
+# PROBE_RUN36 (figures.smk, which a figure reads too): run-36 on one H100, sealed as a probe
 GLUON_GRID = PROBE_RUN36   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"

@@ -24,11 +24,21 @@ so sealed as a probe, not a run): the goal's tally, v36's first measurement besi
   the highest and where (with its stage);
 - \\val{u36long}{<fp16|bf16>}{stage|tflops|mhzlo|mhzhi}: at N = 16384, the fastest Gluon kernel's (by the medians)
   causal TFLOP/s at its median time and the lowest and highest SM clock NVML read over its samples.
+- Within an entry, sample by sample (sample_times, sample_mhz: the bench's record of each sample and the SM clock NVML
+  read nearest it): \\UnfinishedRunSlowed of \\UnfinishedRunLongEntries, the entries at N = 16384 (every variant, both
+  dtypes, both repeats) whose last third of samples took more than SLOWED_X times their first third's median time,
+  by \\UnfinishedRunSlowedLo to \\UnfinishedRunSlowedHi percent; \\UnfinishedRunSlowedClock of them, those where NVML's
+  clock over the last third was no lower than over the first; \\UnfinishedRunEarlyGoalMet, \\UnfinishedRunEarlyWorstX,
+  \\UnfinishedRunEarlyWorstAt and \\UnfinishedRunLateGoalMet, \\UnfinishedRunLateWorstX, \\UnfinishedRunLateWorstAt: the
+  goal's tally by each entry's first third and by its last third of samples (their medians, the kernels alone);
+  \\UnfinishedRunLateQwMet, \\UnfinishedRunLateQwWorstX: Qwen3's by the last thirds;
+  \\val{u36third}{16384}{fp16early|fp16late|bf16early|bf16late}: the fastest Gluon kernel's ratio to cuDNN there by each.
 """
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from kernels.shapes import attention_flops
@@ -40,6 +50,8 @@ from pipeline.sweep import best_gluon, medians, one_gpu, predicted, verdict
 NEW, BEFORE = "v36", "v35"        # the stage this folder times for the first time in a run's sets, and its base
 RATIO_N = (8192, 16384)           # v36's predicted ratios to cuDNN
 LONG_N = 16384
+THIRDS = {"float16": ("fp16early", "fp16late"), "bfloat16": ("bf16early", "bf16late")}    # u36third's columns
+SLOWED_X = 1.05                   # an entry slowed within itself: its last third of samples over its first, medians
 COLUMNS = {"float16": ("fp16", "fp16fast"), "bfloat16": ("bf16", "bf16fast")}   # u36step's: medians, fastest samples
 # the steps of a run, by the file each leaves in its folder, as the text names the ones missing
 STEPS = {"timer_check/timer_check.csv": "the timer check", "ceilings/ceilings.csv": "the ceilings",
@@ -53,15 +65,28 @@ def fastest(t: pd.DataFrame) -> pd.DataFrame:
     return t.assign(**{RATIO_TIME: t.min_us - (t.time_us - t.kernels_us)})
 
 
+def third(samples: str, last: bool) -> float:
+    """The median of the first or the last third of an entry's samples (sample_times, ';'-separated, in order)."""
+    x = [float(s) for s in str(samples).split(";")]
+    k = max(1, len(x) // 3)
+    return float(np.median(x[-k:] if last else x[:k]))
+
+
+def by_third(t: pd.DataFrame, last: bool) -> pd.DataFrame:
+    """The rows with RATIO_TIME replaced by the median of each entry's first or last third of samples, its kernels
+    alone (less the row's work beyond its kernels, as fastest())."""
+    return t.assign(**{RATIO_TIME: t.sample_times.map(lambda s: third(s, last)) - (t.time_us - t.kernels_us)})
+
+
 def worst(best: pd.DataFrame) -> tuple:
     """The highest ratio of a tally (best_gluon's rows) and where: ('0.891', 'bfloat16, $N=$ 8192')."""
     (dtype, n), b = max(best.iterrows(), key=lambda r: r[1].x)
     return fixed(b.x, 3), f"{dtype}, $N=$ {n}"
 
 
-def qwen3_points(qwen3: Path) -> list:
-    """Per Qwen3 layout and N (float16): (x, stage, layout, N), the fastest Gluon stage's time over cuDNN's."""
-    q = pd.read_csv(qwen3)
+def qwen3_points(q: pd.DataFrame) -> list:
+    """Per Qwen3 layout and N of the qwen3 set's rows q (float16): (x, stage, layout, N), the fastest Gluon stage's
+    time over cuDNN's."""
     q = q[(q.dtype == "float16") & (q.status == "ok")]
     med = q.groupby(["layout", "N", "variant"])[RATIO_TIME].median().unstack("variant")
     ours = med[[s for s in GLUON_STAGES if s in med.columns]]
@@ -138,7 +163,8 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, correctness: Path, verif
         v.put("u36x", str(n), "held", verdict(round(100 * (x - 1), 1), lo, hi))
         v.put("u36x", str(n), "fastheld", verdict(round(100 * (fx - 1), 1), lo, hi))
 
-    points = qwen3_points(qwen3)
+    q = pd.read_csv(qwen3)
+    points = qwen3_points(q)
     v.macro("UnfinishedRunQwMet", str(sum(x <= QW_GOAL_X for x, *_ in points)))
     v.macro("UnfinishedRunQwOf", str(len(points)))
     x, stage, lay, n = max(points)
@@ -154,6 +180,30 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, correctness: Path, verif
         v.put("u36long", col, "tflops", f"{rate:.0f}")
         v.put("u36long", col, "mhzlo", f"{r.sm_min_mhz.min():.0f}")
         v.put("u36long", col, "mhzhi", f"{r.sm_max_mhz.max():.0f}")
+    long = t[t.N == LONG_N]
+    first, last = (long.sample_times.map(lambda s, e=e: third(s, e)) for e in (False, True))
+    clock_first, clock_last = (long.sample_mhz.map(lambda s, e=e: third(s, e)) for e in (False, True))
+    slowed = last / first > SLOWED_X
+    v.macro("UnfinishedRunLongEntries", str(len(long)))
+    v.macro("UnfinishedRunSlowed", str(int(slowed.sum())))
+    v.macro("UnfinishedRunSlowedLo", f"{100 * ((last / first)[slowed].min() - 1):.0f}")
+    v.macro("UnfinishedRunSlowedHi", f"{100 * ((last / first)[slowed].max() - 1):.0f}")
+    v.macro("UnfinishedRunSlowedClock", str(int((clock_last >= clock_first)[slowed].sum())))
+    early, late = best_gluon(by_third(t, False)), best_gluon(by_third(t, True))
+    v.macro("UnfinishedRunEarlyGoalMet", str(int((early.x <= GOAL_X).sum())))
+    x, at = worst(early)
+    v.macro("UnfinishedRunEarlyWorstX", x)
+    v.macro("UnfinishedRunEarlyWorstAt", at)
+    for dtype, (ecol, lcol) in THIRDS.items():
+        v.put("u36third", str(LONG_N), ecol, fixed(early.loc[(dtype, LONG_N), "x"], 3))
+        v.put("u36third", str(LONG_N), lcol, fixed(late.loc[(dtype, LONG_N), "x"], 3))
+    v.macro("UnfinishedRunLateGoalMet", str(int((late.x <= GOAL_X).sum())))
+    x, at = worst(late)
+    v.macro("UnfinishedRunLateWorstX", x)
+    v.macro("UnfinishedRunLateWorstAt", at)
+    late_points = qwen3_points(by_third(q, True))
+    v.macro("UnfinishedRunLateQwMet", str(sum(x <= QW_GOAL_X for x, *_ in late_points)))
+    v.macro("UnfinishedRunLateQwWorstX", fixed(max(late_points)[0], 3))
     return v
 
 
