@@ -33,6 +33,13 @@ def medians(n_sweep: Path) -> tuple:
     return t, med, med.div(med["torch-cudnn"], axis=0)
 
 
+def kernels_alone(t: pd.DataFrame, times: pd.Series) -> pd.DataFrame:
+    """The rows t with RATIO_TIME replaced by another of each entry's times (its fastest sample, min_us; a median of
+    some of its samples), less the row's GPU work beyond its kernels (time_us - kernels_us: cuDNN's memset, none for
+    ours), so that it compares with the medians of the kernels alone."""
+    return t.assign(**{RATIO_TIME: times - (t.time_us - t.kernels_us)})
+
+
 def one_gpu(folder: Path) -> str:
     """The GPU (UUID) every timed set of a run's folder ran on (its bench-*/timings.csv); ValueError where two sets
     ran on two GPUs: a run paragraph's ratios compare within one GPU."""

@@ -45,7 +45,7 @@ from kernels.shapes import attention_flops
 from pipeline import seal
 from pipeline.latex import Values, fixed, listing
 from pipeline.selection import ALL_STAGES, GLUON_STAGES, GOAL_X, QW_GOAL_X, RATIO_TIME
-from pipeline.sweep import best_gluon, medians, one_gpu, predicted, verdict
+from pipeline.sweep import best_gluon, kernels_alone, medians, one_gpu, predicted, verdict
 
 NEW, BEFORE = "v36", "v35"        # the stage this folder times for the first time in a run's sets, and its base
 RATIO_N = (8192, 16384)           # v36's predicted ratios to cuDNN
@@ -60,9 +60,8 @@ STEPS = {"timer_check/timer_check.csv": "the timer check", "ceilings/ceilings.cs
 
 
 def fastest(t: pd.DataFrame) -> pd.DataFrame:
-    """The rows with RATIO_TIME replaced by each entry's fastest sample of its kernels alone: min_us less the row's
-    work beyond its kernels (time_us - kernels_us: cuDNN's memset, none for ours)."""
-    return t.assign(**{RATIO_TIME: t.min_us - (t.time_us - t.kernels_us)})
+    """The rows with RATIO_TIME replaced by each entry's fastest sample of its kernels alone."""
+    return kernels_alone(t, t.min_us)
 
 
 def third(samples: str, last: bool) -> float:
@@ -74,8 +73,8 @@ def third(samples: str, last: bool) -> float:
 
 def by_third(t: pd.DataFrame, last: bool) -> pd.DataFrame:
     """The rows with RATIO_TIME replaced by the median of each entry's first or last third of samples, its kernels
-    alone (less the row's work beyond its kernels, as fastest())."""
-    return t.assign(**{RATIO_TIME: t.sample_times.map(lambda s: third(s, last)) - (t.time_us - t.kernels_us)})
+    alone."""
+    return kernels_alone(t, t.sample_times.map(lambda s: third(s, last)))
 
 
 def worst(best: pd.DataFrame) -> tuple:
