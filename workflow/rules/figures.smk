@@ -1,8 +1,8 @@
 # One script per figure, named as the figure (workflow/scripts/paper/figures/<name>.py -> results/figures/<name>.pdf),
 # each reading the aggregated files named here.
-# run-36 on one H100, every set timed, cut by the lease's end before the timer check, the ceilings and Nsight's
-# cross-check: sealed as a probe, not a run (its values step and the figure of its samples at the power cap)
-PROBE_RUN36 = "data/nvidia-h100-80gb-hbm3/probes/run-36-unfinished"
+# run-36 on one H100 (v36's first run: every timed set and Nsight's profile on one GPU, its verify grid from an earlier
+# lease at the same commit): its values step, and the figure of its samples at the power cap
+RUN36 = "data/nvidia-h100-80gb-hbm3/run-36"
 FIGURES = {
     "stage_times": dict(per_run=f"{AGG}/per_run.csv", article_timings="data/article/timings.csv"),
     "stage_waterfall": dict(per_run=f"{AGG}/per_run.csv", article_timings="data/article/timings.csv"),
@@ -16,7 +16,7 @@ FIGURES = {
     "ours_waterfall": dict(per_run=f"{AGG}/per_run.csv"),
     "ours_sweep": dict(per_n=f"{AGG}/per_n.csv", leader=f"{AGG}/leader.csv"),
     "large_n": dict(large_n_table=f"{AGG}/large_n_table.csv"),
-    "power_cap_samples": dict(seal_file=f"{PROBE_RUN36}/SHA256SUMS", n_sweep=f"{PROBE_RUN36}/bench-n_sweep/timings.csv"),
+    "power_cap_samples": dict(seal_file=f"{RUN36}/SHA256SUMS", n_sweep=f"{RUN36}/bench-n_sweep/timings.csv"),
 }
 
 

@@ -90,8 +90,8 @@ rule tables:
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
 PROBE_GATE36 = "data/nvidia-h100-80gb-hbm3/probes/lane-max-gate"   # v36's gate, on an H100 (no H200 was lent): the same against v35
-# PROBE_RUN36 (figures.smk, which a figure reads too): run-36 on one H100, sealed as a probe
-GLUON_GRID = PROBE_RUN36   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
+# RUN36 (figures.smk, which a figure reads too): run-36 on one H100
+GLUON_GRID = RUN36   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
 EXACT_FIRST = f"{DATA}/run-29"   # the first run of the exact exponent (1c7a071), which replaced the clamp
@@ -175,10 +175,10 @@ VALUES = {
     "run35": dict(seal_file=f"{RUN35}/SHA256SUMS", n_sweep=f"{RUN35}/bench-n_sweep/timings.csv",
                   ncu_large_n=f"{RUN35}/profile/ncu_large_n.csv", verify_env=f"{RUN35}/verify/env.json",
                   predictions="data/predictions/stages.csv", runs=rules.aggregate.output.runs),
-    "unfinished36": dict(seal_file=f"{PROBE_RUN36}/SHA256SUMS", n_sweep=f"{PROBE_RUN36}/bench-n_sweep/timings.csv",
-                         qwen3=f"{PROBE_RUN36}/bench-qwen3/timings.csv",
-                         correctness=f"{PROBE_RUN36}/verify/correctness.csv",
-                         verify_env=f"{PROBE_RUN36}/verify/env.json", predictions="data/predictions/stages.csv"),
+    "run36": dict(seal_file=f"{RUN36}/SHA256SUMS", n_sweep=f"{RUN36}/bench-n_sweep/timings.csv",
+                  qwen3=f"{RUN36}/bench-qwen3/timings.csv", ncu_large_n=f"{RUN36}/profile/ncu_large_n.csv",
+                  correctness=f"{RUN36}/verify/correctness.csv", verify_env=f"{RUN36}/verify/env.json",
+                  predictions="data/predictions/stages.csv"),
     "order": dict(seal_file=f"{PROBE_ORDER}/SHA256SUMS", order=f"{PROBE_ORDER}/order.csv",
                   kernels=f"{PROBE_ORDER}/kernel_sha256.txt", fixed_kernels=f"{PROBE_RAREFIX}/kernel_sha256.txt"),
     "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",
@@ -231,7 +231,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
           "run31": RUN31, "run35": RUN35, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER,
-          "unfinished36": PROBE_RUN36}
+          "run36": RUN36}
 
 
 rule values:

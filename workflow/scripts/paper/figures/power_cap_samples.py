@@ -1,5 +1,5 @@
 """Within an entry at the power cap, sample by sample (run-36 on one H100, the lite plan's N sweep at N = 16384,
-float16, sealed as the probe probes/run-36-unfinished): (top) each sample's kernel time of v35, v36 and cuDNN against
+float16): (top) each sample's kernel time of v35, v36 and cuDNN against
 the time since the entry's first sample, one line per entry and repeat; (bottom) the SM clock NVML read nearest each
 sample. The samples start fast and slow down part way through an entry, and the clock NVML reads does not fall with
 them."""
@@ -32,7 +32,7 @@ for (variant, rep), r in t.groupby(["variant", "repeat"]):
     name, color = SHOWN[variant]
     top.plot(starts, times, STYLES[rep], marker="o", ms=2.5, lw=1, color=color, label=f"{name}, repeat {rep + 1}")
     bottom.plot(starts, mhz, STYLES[rep], marker="o", ms=2.5, lw=1, color=color)
-top.set(ylabel="kernel time (ms)", title=f"N = {N}, {DTYPE}, one H100 at its power cap (probes/run-36-unfinished)")
+top.set(ylabel="kernel time (ms)", title=f"N = {N}, {DTYPE}, one H100 at its power cap (run-36)")
 bottom.set(xlabel="time since the entry's first sample (ms)", ylabel="SM clock, NVML (MHz)")
 fig.legend(*top.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.6), frameon=False)
 c.save(fig, a.out)

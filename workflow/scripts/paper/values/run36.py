@@ -1,0 +1,263 @@
+"""The paper's numbers from run-36 (data/nvidia-h100-80gb-hbm3/run-36: the lite plan at one commit on one H100, every
+timed set, the timer check, the ceilings and Nsight's profile in one lease; its verify grid, compile and theory from an
+earlier lease at the same commit on another H100, whose sets were timed too but which ended before Nsight's profile:
+probes/run-36-unfinished): the goal's tally, Nsight's, v36's first measurement in a run beside v35, Qwen3's layouts,
+the samples within an entry at the power cap and the rate at 16384.
+
+- \\RunThirtySixCommit, \\RunThirtySixGpu, \\RunThirtySixGpuName, \\RunThirtySixRepeats: the commit (of every
+  step, the verify step's included: refused where one differs), the one GPU of every timed set (refused where two
+  sets ran on two), its name, the N sweep's repeats per entry; \\RunThirtySixVerifyGpu: the GPU of the verify step
+  (the same kind, refused where another);
+- \\RunThirtySixVerifyStages, \\RunThirtySixVerifyOk, \\RunThirtySixVerifyRefused, \\RunThirtySixVerifyWrong: the
+  verify grid's stages and its cases right, refused (tiles or inputs a stage does not take, with its error) and wrong;
+- \\val{r36best}{<N>}{fp16|bf16}: the fastest Gluon kernel's time over cuDNN's (the medians of the N sweep's
+  repeats, kernels alone, the stages that launch one kernel pooled: pipeline.sweep.best_gluon), {fp16stage|bf16stage}
+  its stages; \\RunThirtySixGoalMet of \\RunThirtySixGoalOf: the (N, dtype) points at most the goal's 0.90;
+  \\RunThirtySixGoalWorstX, \\RunThirtySixGoalWorstAt: the highest ratio and where; \\RunThirtySixFastGoalMet,
+  \\RunThirtySixFastWorstX, \\RunThirtySixFastWorstAt: the same by each entry's fastest sample of its kernels alone
+  (min_us less the call's work beyond its kernels);
+- \\val{r36rep}{<v35|v36>@16384}{fp16lo|fp16hi|bf16lo|bf16hi}: the lowest and highest of the stage's per-repeat
+  ratios to cuDNN at N = 16384 (each repeat's kernel time over cuDNN's in the same repeat);
+- \\val{r36ncubest}{<N>}{x|stage}: by Nsight's duration (float16, the profiled dtype; one replay per entry, every
+  cache flushed) the fastest Gluon kernel's time over cuDNN's and its stages; \\RunThirtySixNcuGoalMet of
+  \\RunThirtySixNcuGoalOf: the lengths where it is at most the goal's;
+- \\val{r36step}{<N>}{fp16|bf16|fp16fast|bf16fast|pred}: v36's time against v35's, percent, by the medians over the
+  repeats and by the fastest samples, and its prediction (float16, data/predictions/stages.csv);
+  \\RunThirtySixHeld, \\RunThirtySixFastHeld of \\RunThirtySixPredOf: the float16 predictions that held by each;
+- \\val{r36x}{<8192|16384>}{fp16|fast|pred|held|fastheld}: v36's time over cuDNN's (float16), by the medians and the
+  fastest samples, its predicted range and verdicts;
+- \\RunThirtySixQwMet of \\RunThirtySixQwOf: the Qwen3 layouts and lengths (the qwen3 set, float16, one repeat)
+  where the fastest Gluon stage takes at most QW_GOAL_X of cuDNN's time; \\RunThirtySixQwWorstX,
+  \\RunThirtySixQwWorstAt: the highest and where (with its stage);
+- \\val{r36long}{<fp16|bf16>}{stage|tflops|mhzlo|mhzhi}: at N = 16384, the fastest Gluon kernel's (by the medians)
+  causal TFLOP/s at its median time and the lowest and highest SM clock NVML read over its samples;
+  \\val{r36long}{<fp16|bf16>}{faststage|tflopsfast}: the fastest Gluon kernel by the fastest samples and its rate at
+  the median over the repeats of its fastest sample; \\RunThirtySixStretch: whether the medians' rate reached the stretch goal's
+  TFLOP/s (\\StretchTflops) in both dtypes.
+- Within an entry, sample by sample (sample_times, sample_mhz: the bench's record of each sample and the SM clock NVML
+  read nearest it): \\RunThirtySixSlowed of \\RunThirtySixLongEntries, the entries at N = 16384 (every variant, both
+  dtypes, both repeats) whose last third of samples took more than SLOWED_X times their first third's median time,
+  by \\RunThirtySixSlowedLo to \\RunThirtySixSlowedHi percent; \\RunThirtySixSlowedClock of them, those where
+  NVML's clock over the last third was no lower than over the first; \\RunThirtySixEarlyGoalMet,
+  \\RunThirtySixEarlyWorstX, \\RunThirtySixEarlyWorstAt and \\RunThirtySixLateGoalMet, \\RunThirtySixLateWorstX,
+  \\RunThirtySixLateWorstAt: the goal's tally by each entry's first third and by its last third of samples (their
+  medians, the kernels alone); \\RunThirtySixLateQwMet, \\RunThirtySixLateQwWorstX: Qwen3's by the last thirds;
+  \\val{r36third}{16384}{fp16early|fp16late|bf16early|bf16late}: the fastest Gluon kernel's ratio to cuDNN there by
+  each.
+"""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kernels.shapes import attention_flops
+from pipeline import seal
+from pipeline.latex import Values, fixed
+from pipeline.selection import ALL_STAGES, GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS
+from pipeline.sweep import (best_gluon, kernels_alone, medians, ncu_durations, one_gpu, predicted, repeat_times,
+                            verdict)
+
+NEW, BEFORE = "v36", "v35"        # the stage this run times for the first time, and its base
+RATIO_N = (8192, 16384)           # v36's predicted ratios to cuDNN
+LONG_N = 16384
+THIRDS = {"float16": ("fp16early", "fp16late"), "bfloat16": ("bf16early", "bf16late")}    # r36third's columns
+SLOWED_X = 1.05                   # an entry slowed within itself: its last third of samples over its first, medians
+COLUMNS = {"float16": ("fp16", "fp16fast"), "bfloat16": ("bf16", "bf16fast")}   # r36step's: medians, fastest samples
+STAGE_COLUMNS = {"float16": "fp16stage", "bfloat16": "bf16stage"}    # r36best's: the fastest kernel's stages
+REPEAT_COLUMNS = {"float16": ("fp16lo", "fp16hi"), "bfloat16": ("bf16lo", "bf16hi")}   # r36rep's: lowest, highest
+# the steps a finished run leaves, by a file of each: a folder without one of them is not this paragraph's run
+STEPS = ("verify/correctness.csv", "timer_check/timer_check.csv", "ceilings/ceilings.csv",
+         "profile/ncu_duration.csv", "profile/ncu_premise.csv", "profile/ncu_large_n.csv", "qwen3_e2e/qwen3_e2e.csv")
+
+
+def fastest(t: pd.DataFrame) -> pd.DataFrame:
+    """The rows with RATIO_TIME replaced by each entry's fastest sample of its kernels alone."""
+    return kernels_alone(t, t.min_us)
+
+
+def third(samples: str, last: bool) -> float:
+    """The median of the first or the last third of an entry's samples (sample_times, ';'-separated, in order)."""
+    x = [float(s) for s in str(samples).split(";")]
+    k = max(1, len(x) // 3)
+    return float(np.median(x[-k:] if last else x[:k]))
+
+
+def by_third(t: pd.DataFrame, last: bool) -> pd.DataFrame:
+    """The rows with RATIO_TIME replaced by the median of each entry's first or last third of samples, its kernels
+    alone."""
+    return kernels_alone(t, t.sample_times.map(lambda s: third(s, last)))
+
+
+def worst(best: pd.DataFrame) -> tuple:
+    """The highest ratio of a tally (best_gluon's rows), to four decimals (a tally's verdict is on the unrounded ratio,
+    and 0.9003 is above the goal's 0.90), and where: ('0.8914', 'bfloat16, $N=$ 8192')."""
+    (dtype, n), b = max(best.iterrows(), key=lambda r: r[1].x)
+    return fixed(b.x, 4), f"{dtype}, $N=$ {n}"
+
+
+def qwen3_points(q: pd.DataFrame) -> list:
+    """Per Qwen3 layout and N of the qwen3 set's rows q (float16): (x, stage, layout, N), the fastest Gluon stage's
+    time over cuDNN's."""
+    q = q[(q.dtype == "float16") & (q.status == "ok")]
+    med = q.groupby(["layout", "N", "variant"])[RATIO_TIME].median().unstack("variant")
+    ours = med[[s for s in GLUON_STAGES if s in med.columns]]
+    x = ours.div(med["torch-cudnn"], axis=0)
+    return [(float(r.min()), r.idxmin(), lay, int(n)) for (lay, n), r in x.iterrows()]
+
+
+def rate(t: pd.DataFrame, stages: list, dtype: str, times: pd.Series) -> float:
+    """The causal TFLOP/s at N = LONG_N of a sweep's rows t of the given stages (pooled) at the median of times."""
+    one = t[(t.N == LONG_N) & (t.dtype == dtype)].iloc[0]
+    flops = attention_flops(int(one.B), int(one.H), LONG_N, int(one.D), bool(one.causal))
+    return flops / times[(t.N == LONG_N) & (t.dtype == dtype) & t.variant.isin(stages)].median() / 1e6
+
+
+def check_run(run: Path, env: dict) -> None:
+    """A finished run of one commit: every step's file there (STEPS), and every step's env.json of the verify step's
+    commit and kind of GPU; ValueError otherwise."""
+    missing = [f for f in STEPS if not (run / f).exists()]
+    if missing:
+        raise ValueError(f"{run}: no {', '.join(missing)}: not a finished run (a probe's folder?)")
+    for f in sorted(run.glob("*/env.json")):
+        e = json.loads(f.read_text())
+        if (e["project_commit"], e["gpu"]) != (env["project_commit"], env["gpu"]):
+            raise ValueError(f"{f}: commit {e['project_commit'][:7]} on {e['gpu']}, the verify step's "
+                             f"{env['project_commit'][:7]} on {env['gpu']}: one run is one commit on one kind of GPU")
+
+
+def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, correctness: Path, verify_env: Path,
+           predictions: Path) -> Values:
+    run = Path(seal_file).parent
+    seal.verify(run)
+    v = Values("run36")
+    env = json.loads(Path(verify_env).read_text())
+    check_run(run, env)
+    v.macro("RunThirtySixCommit", env["project_commit"][:7])
+    v.macro("RunThirtySixGpu", one_gpu(run)[:12])
+    v.macro("RunThirtySixVerifyGpu", env["end"]["uuid"][:12])
+    v.macro("RunThirtySixGpuName", env["gpu"].removeprefix("NVIDIA "))
+
+    c = pd.read_csv(correctness)
+    stages = [s for s in ALL_STAGES if (c.variant == s).any()]
+    if stages != ALL_STAGES[:len(stages)]:
+        raise ValueError(f"{correctness}: stages {stages}, the text says a range from {ALL_STAGES[0]}")
+    v.macro("RunThirtySixVerifyStages", f"{stages[0]}-{stages[-1]}")
+    v.macro("RunThirtySixVerifyOk", str(int((c.status == "ok").sum())))
+    v.macro("RunThirtySixVerifyRefused", str(int((c.status == "refused").sum())))
+    v.macro("RunThirtySixVerifyWrong", str(int((c.status == "WRONG").sum())))
+    if set(c.status) - {"ok", "refused", "WRONG"}:
+        raise ValueError(f"{correctness}: statuses {sorted(set(c.status))}, the text counts ok, refused and WRONG")
+
+    t, med, ratio = medians(n_sweep)
+    v.macro("RunThirtySixRepeats", str(int(t.groupby("key").repeat.nunique().min())))
+    best, fast = best_gluon(t), best_gluon(fastest(t))
+    for (dtype, n), b in best.iterrows():
+        v.put("r36best", str(n), COLUMNS[dtype][0], fixed(b.x, 3))
+        v.put("r36best", str(n), STAGE_COLUMNS[dtype], b.stage)
+    v.macro("RunThirtySixGoalMet", str(int((best.x <= GOAL_X).sum())))
+    v.macro("RunThirtySixGoalOf", str(len(best)))
+    x, at = worst(best)
+    v.macro("RunThirtySixGoalWorstX", x)
+    v.macro("RunThirtySixGoalWorstAt", at)
+    v.macro("RunThirtySixFastGoalMet", str(int((fast.x <= GOAL_X).sum())))
+    x, at = worst(fast)
+    v.macro("RunThirtySixFastWorstX", x)
+    v.macro("RunThirtySixFastWorstAt", at)
+    by_rep = repeat_times(t)
+    for dtype, (lo, hi) in REPEAT_COLUMNS.items():
+        r = by_rep.loc[(dtype, LONG_N)]
+        for st in (BEFORE, NEW):
+            x = r[st] / r["torch-cudnn"]
+            v.put("r36rep", f"{st}@{LONG_N}", lo, fixed(x.min(), 3))
+            v.put("r36rep", f"{st}@{LONG_N}", hi, fixed(x.max(), 3))
+
+    ncu = best_gluon(ncu_durations(ncu_large_n, HEADLINE["dtype"], HEADLINE["D"]))
+    for (_, n), b in ncu.iterrows():
+        v.put("r36ncubest", str(n), "x", fixed(b.x, 3))
+        v.put("r36ncubest", str(n), "stage", b.stage)
+    v.macro("RunThirtySixNcuGoalMet", str(int((ncu.x <= GOAL_X).sum())))
+    v.macro("RunThirtySixNcuGoalOf", str(len(ncu)))
+
+    pred = pd.read_csv(predictions)
+    fmed = fastest(t).groupby(["dtype", "N", "variant"])[RATIO_TIME].median().unstack("variant")
+    held = fast_held = of = 0
+    for (dtype, n), m in med.iterrows():
+        col, fcol = COLUMNS[dtype]
+        step = 100 * (m[NEW] / m[BEFORE] - 1)
+        fstep = 100 * (fmed.loc[(dtype, n), NEW] / fmed.loc[(dtype, n), BEFORE] - 1)
+        v.put("r36step", str(n), col, f"{step:+.1f}")
+        v.put("r36step", str(n), fcol, f"{fstep:+.1f}")
+        p = predicted(pred, NEW, "time", n, dtype)
+        if p and dtype == "float16":
+            v.put("r36step", str(n), "pred", f"{p[0]:g} to {p[1]:g}")
+            of += 1
+            held += verdict(round(step, 1), *p) == "held"
+            fast_held += verdict(round(fstep, 1), *p) == "held"
+    v.macro("RunThirtySixHeld", str(held))
+    v.macro("RunThirtySixFastHeld", str(fast_held))
+    v.macro("RunThirtySixPredOf", str(of))
+    fratio = fmed.div(fmed["torch-cudnn"], axis=0)
+    for n in RATIO_N:
+        x, fx = ratio.loc[("float16", n), NEW], fratio.loc[("float16", n), NEW]
+        v.put("r36x", str(n), "fp16", fixed(x, 3))
+        v.put("r36x", str(n), "fast", fixed(fx, 3))
+        lo, hi = predicted(pred, NEW, "time_ratio", n, "float16")
+        v.put("r36x", str(n), "pred", f"{1 + lo / 100:.3f} to {1 + hi / 100:.3f}")
+        v.put("r36x", str(n), "held", verdict(round(100 * (x - 1), 1), lo, hi))
+        v.put("r36x", str(n), "fastheld", verdict(round(100 * (fx - 1), 1), lo, hi))
+
+    q = pd.read_csv(qwen3)
+    points = qwen3_points(q)
+    v.macro("RunThirtySixQwMet", str(sum(x <= QW_GOAL_X for x, *_ in points)))
+    v.macro("RunThirtySixQwOf", str(len(points)))
+    x, stage, lay, n = max(points)
+    v.macro("RunThirtySixQwWorstX", fixed(x, 3))
+    v.macro("RunThirtySixQwWorstAt", f"{lay}, $N=$ {n}, {stage}")
+
+    ft = fastest(t)
+    stretch = []
+    for dtype, (col, _) in COLUMNS.items():
+        stages = best.loc[(dtype, LONG_N), "stage"].split("/")
+        r = t[(t.N == LONG_N) & (t.dtype == dtype) & t.variant.isin(stages)]
+        tflops = rate(t, stages, dtype, t[RATIO_TIME])
+        stretch.append(tflops >= STRETCH_TFLOPS)
+        v.put("r36long", col, "stage", "/".join(stages))
+        v.put("r36long", col, "tflops", f"{tflops:.0f}")
+        v.put("r36long", col, "mhzlo", f"{r.sm_min_mhz.min():.0f}")
+        v.put("r36long", col, "mhzhi", f"{r.sm_max_mhz.max():.0f}")
+        fstages = fast.loc[(dtype, LONG_N), "stage"].split("/")
+        v.put("r36long", col, "faststage", "/".join(fstages))
+        v.put("r36long", col, "tflopsfast", f"{rate(ft, fstages, dtype, ft[RATIO_TIME]):.0f}")
+    v.macro("RunThirtySixStretch", "reached" if all(stretch) else "not reached")
+    long = t[t.N == LONG_N]
+    first, last = (long.sample_times.map(lambda s, e=e: third(s, e)) for e in (False, True))
+    clock_first, clock_last = (long.sample_mhz.map(lambda s, e=e: third(s, e)) for e in (False, True))
+    slowed = last / first > SLOWED_X
+    v.macro("RunThirtySixLongEntries", str(len(long)))
+    v.macro("RunThirtySixSlowed", str(int(slowed.sum())))
+    v.macro("RunThirtySixSlowedLo", f"{100 * ((last / first)[slowed].min() - 1):.0f}")
+    v.macro("RunThirtySixSlowedHi", f"{100 * ((last / first)[slowed].max() - 1):.0f}")
+    v.macro("RunThirtySixSlowedClock", str(int((clock_last >= clock_first)[slowed].sum())))
+    early, late = best_gluon(by_third(t, False)), best_gluon(by_third(t, True))
+    v.macro("RunThirtySixEarlyGoalMet", str(int((early.x <= GOAL_X).sum())))
+    x, at = worst(early)
+    v.macro("RunThirtySixEarlyWorstX", x)
+    v.macro("RunThirtySixEarlyWorstAt", at)
+    for dtype, (ecol, lcol) in THIRDS.items():
+        v.put("r36third", str(LONG_N), ecol, fixed(early.loc[(dtype, LONG_N), "x"], 3))
+        v.put("r36third", str(LONG_N), lcol, fixed(late.loc[(dtype, LONG_N), "x"], 3))
+    v.macro("RunThirtySixLateGoalMet", str(int((late.x <= GOAL_X).sum())))
+    x, at = worst(late)
+    v.macro("RunThirtySixLateWorstX", x)
+    v.macro("RunThirtySixLateWorstAt", at)
+    late_points = qwen3_points(by_third(q, True))
+    v.macro("RunThirtySixLateQwMet", str(sum(x <= QW_GOAL_X for x, *_ in late_points)))
+    v.macro("RunThirtySixLateQwWorstX", fixed(max(late_points)[0], 3))
+    return v
+
+
+if __name__ == "__main__":                  # run by Snakemake's script: directive
+    sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+    values(**dict(snakemake.input.items())).write(snakemake.output[0])  # noqa: F821
