@@ -10,6 +10,8 @@ steps all call an entry through here, and this is the only caller of the kernel 
   (pipeline.gpu_state: SM clock, power, clock event reasons, temperature, energy per call, UUID).
 - `settle_call(calls, bench)`: the settle step (pipeline.settle) on a checked entry: run it until the SM clock
   stops falling.
+- `preroll_call(calls, bench)`: the pre-roll (pipeline.settle) on a checked entry: run it back to back for
+  preroll_ms right before its kernel time, so that its samples start in the GPU's loaded state.
 - `steady_call(calls, bench, call_us)`: the steady step (pipeline.steady_energy) on a timed entry: its mean power
   and energy per call from NVML's energy counter over back-to-back calls.
 - `kernel_time(fn, n_samples)`: the kernel timer on any callable (the timer check times a call behind a host sleep).
@@ -162,6 +164,24 @@ def settle_call(calls, bench: dict) -> dict:
         return gpu_state.summarize(s.readings)["sm_mhz"]
 
     return settle.settle(run_window, bench["settle_window_ms"], bench["settle_tol_pct"], bench["settle_max_s"])
+
+
+def preroll_call(calls, bench: dict) -> dict:
+    """The pre-roll (pipeline.settle.needs_preroll) on one checked entry: the call run back to back, synchronized
+    after each call (so that the wall time is the GPU's, not a queue's), for preroll_ms, the GPU state sampler
+    reading the SM clock. Returns the wall time it ran (preroll_ms) and the median clock (preroll_mhz)."""
+    import torch
+
+    checked, _ = calls
+    gpu = state_gpu()
+    with gpu_state.Sampler(gpu, bench["state_interval_ms"], torch.cuda.synchronize) as s:
+        t0 = time.perf_counter()
+        end = t0 + bench["preroll_ms"] / 1e3
+        while time.perf_counter() < end:
+            checked()
+            torch.cuda.synchronize()
+        ran_ms = (time.perf_counter() - t0) * 1e3
+    return dict(preroll_ms=ran_ms, preroll_mhz=gpu_state.summarize(s.readings)["sm_mhz"])
 
 
 def host_time_us(fn, calls: int, loops: int) -> float:

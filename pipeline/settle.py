@@ -13,6 +13,13 @@ Which entries (`needs_settle`): an entry at N >= min_N whose predecessor in this
 N in the same repeat: the first entry of each block of one long N in a repeat, and the first after a resume.
 max_s = 0 turns the step off.
 
+The pre-roll (`needs_preroll`): the settle step brings a block's first entry to the loaded state, but each entry's
+own pause before its samples (its user view, its event-timed estimate) lets the GPU recover, and at the power cap
+an entry's samples then start fast and slow down part way through (run-36 on an H100: 111 of 160 entries at
+N = 16384 slowed by 5-19% from their first third of samples to their last), so that a median of a few repeats lands
+in either state. So every entry at N >= preroll_min_N runs back to back for preroll_ms right before its event-timed
+estimate and its samples, which then start in the loaded state. preroll_ms = 0 turns it off.
+
 The arithmetic is separate from the GPU (`run_window` is given), so that the tests check it with a fake clock.
 """
 from __future__ import annotations
@@ -20,8 +27,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-# The columns a timed row gets from `settle` (empty where the row was not settled).
-COLUMNS = ["settle_s", "settle_mhz", "settle_windows", "settle_stable"]
+# The columns a timed row gets from `settle` (empty where the row was not settled), then from the pre-roll (the wall
+# time it ran, ms, and the median SM clock over it; empty where the row had none).
+COLUMNS = ["settle_s", "settle_mhz", "settle_windows", "settle_stable", "preroll_ms", "preroll_mhz"]
 
 
 def stable(medians: list, tol_pct: float) -> bool:
@@ -33,6 +41,13 @@ def needs_settle(n: int, repeat: int, min_n: int, max_s: float, last: tuple | No
     """Whether an entry at sequence length n in `repeat` is settled first, `last` being the (repeat, N) of the entry
     timed before it in this process (None for the first)."""
     return max_s > 0 and n >= min_n and last != (repeat, n)
+
+
+def needs_preroll(n: int, min_n: int, ms: float) -> bool:
+    """Whether an entry at sequence length n runs its pre-roll (plan.bench's preroll_min_N and preroll_ms)."""
+    if ms < 0:
+        raise ValueError(f"preroll_ms must be >= 0 (0: no pre-roll), got {ms}")
+    return ms > 0 and n >= min_n
 
 
 def settle(run_window: Callable[[float], float], window_ms: float, tol_pct: float, max_s: float,

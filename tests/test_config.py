@@ -212,9 +212,16 @@ def profiled_runs():
     return {p.name: config_check.run_profiled(p) for p in DATA.glob("run-*") if p.is_dir()}
 
 
+def other_gpus_runs() -> dict:
+    """The committed runs of every GPU folder but the H200's, as check_waivers takes them: slug -> (run name -> what
+    it profiled, folder)."""
+    return {g.name: ({p.name: config_check.run_profiled(p) for p in g.glob("run-*") if p.is_dir()}, f"data/{g.name}")
+            for g in sorted((ROOT / "data").iterdir()) if g != DATA and g.is_dir() and any(g.glob("run-*"))}
+
+
 def test_the_shipped_waivers_name_profiled_entries_and_every_run_says_what_it_profiled():
     runs = profiled_runs()
-    config_check.check_waivers(CONFIG["crosscheck_waivers"], runs, "data/nvidia-h200", TORCH)
+    config_check.check_waivers(CONFIG["crosscheck_waivers"], runs, "data/nvidia-h200", TORCH, other_gpus_runs())
     assert len(runs) >= 12 and all(runs.values()), [r for r, v in runs.items() if not v]
     assert {"v0", "v7", "torch-cudnn"} <= runs["run-6-x2"]      # sealed before plan.yaml: its Nsight durations
 
@@ -251,8 +258,9 @@ def test_a_waiver_given_twice_is_refused_and_the_new_runs_plan_is_its_plan():
 def test_a_waiver_names_its_gpu_and_is_checked_against_that_gpus_runs():
     """A waiver's gpu names the folder of its run: the config gpu's (or no gpu at all), or another GPU's with runs
     (read apart, for the paper's appendix), whose runs it is checked against; a GPU with no runs is refused. The
-    shipped waivers name the H200, so that they hold also where the paper is built from another GPU's runs."""
-    assert {w.get("gpu") for w in CONFIG["crosscheck_waivers"]} == {"nvidia-h200"}
+    shipped waivers each name their GPU (the H200's or another with committed runs), so that they hold also where the
+    paper is built from another GPU's runs."""
+    assert {w.get("gpu") for w in CONFIG["crosscheck_waivers"]} == {"nvidia-h200", *other_gpus_runs()}
     h200 = profiled_runs()
     other = {"run-1": config_check.plan_profiled(CONFIG["plan"])}
     waiver = {"run": "run-15-x2", "variant": "v16", "reason": "a reason long enough to say something"}

@@ -98,6 +98,10 @@ def fake_gpu(monkeypatch):
         fake.settled.append((entry.key, entry.shape.N))
         return dict(settle_s=2.5, settle_mhz=1800.0, settle_windows=5, settle_stable=True)
 
+    def preroll_call(fn, b):
+        fake.prerolled.append((fn[1].key, fn[1].shape.N))
+        return dict(preroll_ms=float(b["preroll_ms"]), preroll_mhz=1750.0)
+
     def steady_call(fn, b, call_us):
         fake.steady.append((fn[1].key, fn[1].shape.N, call_us))
         if fn[1].key in fake.steady_fails:
@@ -116,10 +120,12 @@ def fake_gpu(monkeypatch):
         def close(self):
             pass
 
-    fake = type("Fake", (), {"interrupt_at": None, "calls": calls, "settled": [], "steady": [], "steady_fails": set()})()
+    fake = type("Fake", (), {"interrupt_at": None, "calls": calls, "settled": [], "prerolled": [], "steady": [],
+                                  "steady_fails": set()})()
     monkeypatch.setattr(bench, "check", check)
     monkeypatch.setattr(bench, "time_call", time_call)
     monkeypatch.setattr(bench, "settle_call", settle_call)
+    monkeypatch.setattr(bench, "preroll_call", preroll_call)
     monkeypatch.setattr(bench, "steady_call", steady_call)
     monkeypatch.setattr(bench, "UserView", UserView)
     monkeypatch.setattr(bench, "precompile", lambda entries, workers, log: None)
@@ -553,6 +559,32 @@ def test_the_settle_step_runs_before_each_block_of_one_long_n(tmp_path, fake_gpu
     off = {**m, "bench": {**CFG["bench"], "settle_max_s": 0}}
     bench.run(off, entries, tmp_path / "off", log=lambda s: None)
     assert fake_gpu.settled == []
+
+
+def test_every_long_n_entry_runs_its_pre_roll_right_before_its_kernel_time(tmp_path, fake_gpu):
+    """In the N sweep, every timed row at N >= preroll_min_N (every repeat, not only a block's first entry as the
+    settle step) records its pre-roll, and no other row; preroll_ms = 0, or a plan without it (the runs before it),
+    turns it off."""
+    from pipeline import settle
+    entries = bench_plan.expand(CFG, ["n_sweep"])
+    m = {**CFG, "repeats": {**CFG["repeats"], "n_sweep": 2}}
+    assert CFG["bench"]["preroll_ms"] > 0 and CFG["bench"]["preroll_min_N"] in CFG["n_sweep"]
+    for name in ("on", "off", "older"):
+        (tmp_path / name).mkdir()
+    bench.run(m, entries, tmp_path / "on", log=lambda s: None)
+    with open(tmp_path / "on" / "timings.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    long = [r for r in rows if int(r["N"]) >= CFG["bench"]["preroll_min_N"]]
+    assert long and len(fake_gpu.prerolled) == len(long) == len({(r["key"], r["repeat"]) for r in long})
+    assert all(float(r["preroll_ms"]) == CFG["bench"]["preroll_ms"] and r["preroll_mhz"] == "1750.0" for r in long)
+    assert all(r["preroll_ms"] == r["preroll_mhz"] == "" for r in rows if r not in long)
+    fake_gpu.prerolled.clear()
+    bench.run({**m, "bench": {**CFG["bench"], "preroll_ms": 0}}, entries, tmp_path / "off", log=lambda s: None)
+    older = {k: v for k, v in CFG["bench"].items() if not k.startswith("preroll")}
+    bench.run({**m, "bench": older}, entries, tmp_path / "older", log=lambda s: None)
+    assert fake_gpu.prerolled == []
+    with pytest.raises(ValueError, match="preroll_ms must be >= 0"):
+        settle.needs_preroll(16384, 8192, -1)
 
 
 def test_the_steady_step_gives_long_n_rows_of_the_first_repeats_their_energy(tmp_path, fake_gpu):

@@ -35,6 +35,11 @@ settle_mhz (the last window's median clock), settle_windows and settle_stable (F
 the columns are empty on rows that were not settled. It runs after the entry's check and before its user view and
 kernel time, so that both find the GPU warm.
 
+The pre-roll (pipeline.settle.needs_preroll), at every entry at N >= preroll_min_N: the call back to back for
+preroll_ms right before its kernel time (after its user view), so that its samples start in the loaded state
+instead of slowing down part way through (run-36); the row records preroll_ms (the wall time it ran) and
+preroll_mhz (the median SM clock over it), empty on other rows; preroll_ms = 0 (or a plan without it) turns it off.
+
 The steady step (pipeline.steady_energy), after the kernel time of an entry at N >= steady_min_N in the first
 steady_repeats repeats: the call back to back (chunks of steady_chunk_ms of GPU time, three queued), NVML's energy
 counter read at two of its updates at least steady_s apart. The row gets the counter's mean power over that span
@@ -82,7 +87,8 @@ from kernels.stages import BASELINE
 
 from pipeline import folder_lock, gpu_env, gpu_state, origin, partial_csv, run_checks, settle, steady_energy
 from pipeline import plan
-from pipeline.call import check, host_time_us, inputs, make_call, settle_call, steady_call, time_call
+from pipeline.call import (check, host_time_us, inputs, make_call, preroll_call, settle_call, steady_call,
+                           time_call)
 from pipeline.kernel_timer import SAMPLE_COLUMNS
 
 ROW_KEYS = list(plan.Entry("", "triton", BASELINE, plan.HEADLINE, plan.Tile()).row())
@@ -261,6 +267,8 @@ def _time(m: dict, todo: list, path: Path, snapshots: Path, bad: set, workers: i
                 if settle.needs_settle(e.shape.N, r, b["settle_min_N"], b["settle_max_s"], warm):
                     row.update(settle_call(calls, b))
                 row.update(viewer(e, seed))
+                if settle.needs_preroll(e.shape.N, b.get("preroll_min_N", 0), b.get("preroll_ms", 0)):
+                    row.update(preroll_call(calls, b))
                 row.update(time_call(calls, b))
                 if steady_energy.wanted(e.shape.N, r, b["steady_min_N"], b["steady_repeats"], b["steady_s"]):
                     try:
@@ -279,6 +287,8 @@ def _time(m: dict, todo: list, path: Path, snapshots: Path, bad: set, workers: i
                    f"SM {row['sm_mhz']:5.0f} MHz, {row['power_w']:4.0f} W"
                    + (" POWER-CAPPED" if row["power_capped"] else "")
                    + (f" (settled {row['settle_s']:.1f} s to {row['settle_mhz']:.0f} MHz)" if "settle_s" in row else "")
+                   + (f" (pre-roll {row['preroll_ms']:.0f} ms at {row['preroll_mhz']:.0f} MHz)" if "preroll_ms" in row
+                      else "")
                    + (f", steady {row['steady_power_w']:.0f} W {row['steady_energy_mj']:.1f} mJ/call"
                       if "steady_power_w" in row else "")
                    if status == "ok" else f"{status} {note[:150]}"))
