@@ -17,8 +17,10 @@ The pre-roll (`needs_preroll`): the settle step brings a block's first entry to 
 own pause before its samples (its user view, its event-timed estimate) lets the GPU recover, and at the power cap
 an entry's samples then start fast and slow down part way through (run-36 on an H100: 111 of 160 entries at
 N = 16384 slowed by 5-19% from their first third of samples to their last), so that a median of a few repeats lands
-in either state. So every entry at N >= preroll_min_N runs back to back for preroll_ms right before its event-timed
-estimate and its samples, which then start in the loaded state. preroll_ms = 0 turns it off.
+in either state. So every entry at N >= preroll_min_N may run back to back for preroll_ms right before its
+event-timed estimate and its samples, to start them in the loaded state; preroll_ms = 0 turns it off. The shipped
+plan has it off: on an H100, 250 ms did not keep the samples in one state (data/nvidia-h100-80gb-hbm3/probes/
+preroll-check, workflow/scripts/tools/preroll_check.py).
 
 The arithmetic is separate from the GPU (`run_window` is given), so that the tests check it with a fake clock.
 """

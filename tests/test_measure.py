@@ -567,8 +567,9 @@ def test_every_long_n_entry_runs_its_pre_roll_right_before_its_kernel_time(tmp_p
     turns it off."""
     from pipeline import settle
     entries = bench_plan.expand(CFG, ["n_sweep"])
-    m = {**CFG, "repeats": {**CFG["repeats"], "n_sweep": 2}}
-    assert CFG["bench"]["preroll_ms"] > 0 and CFG["bench"]["preroll_min_N"] in CFG["n_sweep"]
+    on = {**CFG["bench"], "preroll_ms": 250}          # the shipped plan has it off (probes/preroll-check)
+    m = {**CFG, "bench": on, "repeats": {**CFG["repeats"], "n_sweep": 2}}
+    assert CFG["bench"]["preroll_min_N"] in CFG["n_sweep"]
     for name in ("on", "off", "older"):
         (tmp_path / name).mkdir()
     bench.run(m, entries, tmp_path / "on", log=lambda s: None)
@@ -576,11 +577,11 @@ def test_every_long_n_entry_runs_its_pre_roll_right_before_its_kernel_time(tmp_p
         rows = [r for r in csv.DictReader(f) if r["status"] == "ok"]
     long = [r for r in rows if int(r["N"]) >= CFG["bench"]["preroll_min_N"]]
     assert long and len(fake_gpu.prerolled) == len(long) == len({(r["key"], r["repeat"]) for r in long})
-    assert all(float(r["preroll_ms"]) == CFG["bench"]["preroll_ms"] and r["preroll_mhz"] == "1750.0" for r in long)
+    assert all(float(r["preroll_ms"]) == 250 and r["preroll_mhz"] == "1750.0" for r in long)
     assert all(r["preroll_ms"] == r["preroll_mhz"] == "" for r in rows if r not in long)
     fake_gpu.prerolled.clear()
-    bench.run({**m, "bench": {**CFG["bench"], "preroll_ms": 0}}, entries, tmp_path / "off", log=lambda s: None)
-    older = {k: v for k, v in CFG["bench"].items() if not k.startswith("preroll")}
+    bench.run({**m, "bench": {**on, "preroll_ms": 0}}, entries, tmp_path / "off", log=lambda s: None)
+    older = {k: v for k, v in on.items() if not k.startswith("preroll")}
     bench.run({**m, "bench": older}, entries, tmp_path / "older", log=lambda s: None)
     assert fake_gpu.prerolled == []
     with pytest.raises(ValueError, match="preroll_ms must be >= 0"):

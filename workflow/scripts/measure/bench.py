@@ -38,7 +38,8 @@ kernel time, so that both find the GPU warm.
 The pre-roll (pipeline.settle.needs_preroll), at every entry at N >= preroll_min_N: the call back to back for
 preroll_ms right before its kernel time (after its user view), so that its samples start in the loaded state
 instead of slowing down part way through (run-36); the row records preroll_ms (the wall time it ran) and
-preroll_mhz (the median SM clock over it), empty on other rows; preroll_ms = 0 (or a plan without it) turns it off.
+preroll_mhz (the median SM clock over it), empty on other rows; preroll_ms = 0 (or a plan without it) turns it off,
+as the shipped plan does (probes/preroll-check: 250 ms did not keep the samples in one state).
 
 The steady step (pipeline.steady_energy), after the kernel time of an entry at N >= steady_min_N in the first
 steady_repeats repeats: the call back to back (chunks of steady_chunk_ms of GPU time, three queued), NVML's energy

@@ -4,7 +4,9 @@ alternating order, each after a pause as long as the bench's user view), and eac
 first and last third of samples: whether with the pre-roll an entry's samples stay in one state (run-36: without it
 they started fast and slowed by 5-19% part way through).
 
-    python workflow/scripts/tools/preroll_check.py --out <folder> [--repeats 3]
+    python workflow/scripts/tools/preroll_check.py --out <folder> [--repeats 3] [--preroll-ms 250]
+
+(probes/preroll-check ran it when the shipped plan had preroll_ms = 250, which the check then turned off.)
 
 Writes <folder>/preroll_check.csv, a row per (repeat, entry, mode) appended as it is timed, so that a command cut by
 its time limit keeps what it finished.
@@ -48,11 +50,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
+    ap.add_argument("--preroll-ms", type=float, default=None,
+                    help="the pre-roll to check (default: the plan's preroll_ms; the shipped plan has it off)")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     todo, bench = entries(a.config)
+    if a.preroll_ms is not None:
+        bench = {**bench, "preroll_ms": a.preroll_ms}
     if bench.get("preroll_ms", 0) <= 0:
-        raise SystemExit(f"{a.config}: plan.bench.preroll_ms is 0: nothing to check")
+        raise SystemExit(f"{a.config}: plan.bench.preroll_ms is 0: give --preroll-ms, the pre-roll to check")
     path = a.out / "preroll_check.csv"
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
