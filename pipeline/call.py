@@ -146,42 +146,41 @@ def time_call(calls, bench: dict) -> dict:
     return timed_with_state(checked, n, gpu, bench["state_interval_ms"], n_flushes)
 
 
+def back_to_back(fn, gpu, interval_ms: float, ms: float) -> tuple:
+    """fn run back to back, synchronized after each call (so that the wall time is the GPU's, not a queue's), for ms
+    of wall time, the GPU state sampler reading every interval_ms: the wall time it ran (ms) and the median SM clock
+    over it (MHz). The settle step's windows and the pre-roll."""
+    import torch
+
+    with gpu_state.Sampler(gpu, interval_ms, torch.cuda.synchronize) as s:
+        t0 = time.perf_counter()
+        end = t0 + ms / 1e3
+        while time.perf_counter() < end:
+            fn()
+            torch.cuda.synchronize()
+        ran_ms = (time.perf_counter() - t0) * 1e3
+    return ran_ms, gpu_state.summarize(s.readings)["sm_mhz"]
+
+
 def settle_call(calls, bench: dict) -> dict:
     """The settle step (pipeline.settle) on one checked entry: the call run back to back, synchronized after each
     call, in windows of settle_window_ms whose median SM clock the GPU state sampler reads, until it stops falling
     (settle_tol_pct) or settle_max_s. Returns settle.COLUMNS."""
-    import torch
-
     checked, _ = calls
     gpu = state_gpu()
 
     def run_window(ms: float) -> float:
-        with gpu_state.Sampler(gpu, bench["state_interval_ms"], torch.cuda.synchronize) as s:
-            end = time.perf_counter() + ms / 1e3
-            while time.perf_counter() < end:
-                checked()
-                torch.cuda.synchronize()
-        return gpu_state.summarize(s.readings)["sm_mhz"]
+        return back_to_back(checked, gpu, bench["state_interval_ms"], ms)[1]
 
     return settle.settle(run_window, bench["settle_window_ms"], bench["settle_tol_pct"], bench["settle_max_s"])
 
 
 def preroll_call(calls, bench: dict) -> dict:
-    """The pre-roll (pipeline.settle.needs_preroll) on one checked entry: the call run back to back, synchronized
-    after each call (so that the wall time is the GPU's, not a queue's), for preroll_ms, the GPU state sampler
-    reading the SM clock. Returns the wall time it ran (preroll_ms) and the median clock (preroll_mhz)."""
-    import torch
-
+    """The pre-roll (pipeline.settle.needs_preroll) on one checked entry: the call back to back (`back_to_back`) for
+    preroll_ms. Returns the wall time it ran (preroll_ms) and the median SM clock over it (preroll_mhz)."""
     checked, _ = calls
-    gpu = state_gpu()
-    with gpu_state.Sampler(gpu, bench["state_interval_ms"], torch.cuda.synchronize) as s:
-        t0 = time.perf_counter()
-        end = t0 + bench["preroll_ms"] / 1e3
-        while time.perf_counter() < end:
-            checked()
-            torch.cuda.synchronize()
-        ran_ms = (time.perf_counter() - t0) * 1e3
-    return dict(preroll_ms=ran_ms, preroll_mhz=gpu_state.summarize(s.readings)["sm_mhz"])
+    ran_ms, mhz = back_to_back(checked, state_gpu(), bench["state_interval_ms"], bench["preroll_ms"])
+    return dict(preroll_ms=ran_ms, preroll_mhz=mhz)
 
 
 def host_time_us(fn, calls: int, loops: int) -> float:

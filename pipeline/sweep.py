@@ -1,6 +1,7 @@
 """One run's N sweep (bench-n_sweep/timings.csv of a sealed run) as the paper's run paragraphs read it: each entry's
 median over its repeats (RATIO_TIME: the kernels alone), its ratio to cuDNN's, the fastest Gluon kernel per (dtype,
 N) (the stages that launch one kernel pooled), a committed prediction's range and its verdict."""
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +32,14 @@ def medians(n_sweep: Path) -> tuple:
         raise ValueError(f"{n_sweep}: every entry ok and on one GPU expected")
     med = t.groupby(["dtype", "N", "variant"])[RATIO_TIME].median().unstack("variant")
     return t, med, med.div(med["torch-cudnn"], axis=0)
+
+
+def third(samples, last: bool) -> float:
+    """The median of the first or the last third of an entry's samples, in order (a list, or sample_times:
+    ';'-separated)."""
+    x = [float(v) for v in (str(samples).split(";") if isinstance(samples, str) else samples)]
+    k = max(1, len(x) // 3)
+    return float(statistics.median(x[-k:] if last else x[:k]))
 
 
 def kernels_alone(t: pd.DataFrame, times: pd.Series) -> pd.DataFrame:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import csv
 import secrets
-import statistics
 import sys
 import time
 from pathlib import Path
 
 from pipeline import plan
 from pipeline.call import check, preroll_call, time_call
+from pipeline.sweep import third
 
 ROOT = Path(__file__).resolve().parents[3]
 N = 16384
@@ -33,13 +33,8 @@ COLUMNS = ["repeat", "variant", "dtype", "mode", "time_us", "min_us", "first_thi
            "sample_mhz"]
 
 
-def third(samples: list, last: bool) -> float:
-    """The median of the first or the last third of a series."""
-    k = max(1, len(samples) // 3)
-    return statistics.median(samples[-k:] if last else samples[:k])
-
-
-def entries(config: Path) -> list:
+def entries(config: Path) -> tuple:
+    """The plan's N-sweep entries of VARIANTS at N, and the plan's bench section."""
     m = plan.load_config(config)
     m = {**m, "n_sweep": [N]}
     return [e for e in plan.expand(m, ["n_sweep"]) if e.variant in VARIANTS], m["bench"]

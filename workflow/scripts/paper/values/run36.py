@@ -49,7 +49,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from kernels.shapes import attention_flops
@@ -57,7 +56,7 @@ from pipeline import seal
 from pipeline.latex import Values, fixed
 from pipeline.selection import ALL_STAGES, GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS
 from pipeline.sweep import (best_gluon, kernels_alone, medians, ncu_durations, one_gpu, predicted, repeat_times,
-                            verdict)
+                            third, verdict)
 
 NEW, BEFORE = "v36", "v35"        # the stage this run times for the first time, and its base
 RATIO_N = (8192, 16384)           # v36's predicted ratios to cuDNN
@@ -75,13 +74,6 @@ STEPS = ("verify/correctness.csv", "timer_check/timer_check.csv", "ceilings/ceil
 def fastest(t: pd.DataFrame) -> pd.DataFrame:
     """The rows with RATIO_TIME replaced by each entry's fastest sample of its kernels alone."""
     return kernels_alone(t, t.min_us)
-
-
-def third(samples: str, last: bool) -> float:
-    """The median of the first or the last third of an entry's samples (sample_times, ';'-separated, in order)."""
-    x = [float(s) for s in str(samples).split(";")]
-    k = max(1, len(x) // 3)
-    return float(np.median(x[-k:] if last else x[:k]))
 
 
 def by_third(t: pd.DataFrame, last: bool) -> pd.DataFrame:
