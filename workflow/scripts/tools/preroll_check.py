@@ -9,7 +9,8 @@ they started fast and slowed by 5-19% part way through).
 (probes/preroll-check ran it when the shipped plan had preroll_ms = 250, which the check then turned off.)
 
 Writes <folder>/preroll_check.csv, a row per (repeat, entry, mode) appended as it is timed, so that a command cut by
-its time limit keeps what it finished.
+its time limit keeps what it finished, and <folder>/env.json (pipeline.gpu_env: the GPU, its UUID, versions, the
+commit and the kernels' hashes at the start, a snapshot at the end).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline import plan
+from pipeline import gpu_env, plan
 from pipeline.call import check, preroll_call, time_call
 from pipeline.sweep import third
 
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 N = 16384
 VARIANTS = ("v35", "v36", "torch-cudnn")
 PAUSE_S = 0.3          # about the bench's user view between an entry's check and its kernel time (run-36's logs)
-COLUMNS = ["repeat", "variant", "dtype", "mode", "time_us", "min_us", "first_third_us", "last_third_us",
+COLUMNS = ["repeat", "variant", "dtype", "mode", "gpu_uuid", "time_us", "min_us", "first_third_us", "last_third_us",
            "last_over_first", "sm_mhz", "power_w", "preroll_ms", "preroll_mhz", "n_samples", "sample_times",
            "sample_mhz"]
 
@@ -55,6 +56,7 @@ def main(argv=None) -> int:
     if bench.get("preroll_ms", 0) <= 0:
         raise SystemExit(f"{a.config}: plan.bench.preroll_ms is 0: give --preroll-ms, the pre-roll to check")
     path = a.out / "preroll_check.csv"
+    env = gpu_env.start(a.out / "env.json", resume=False, argv=sys.argv, bench=bench)
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
@@ -75,6 +77,7 @@ def main(argv=None) -> int:
                     f.flush()
                     print(f"r{r} {e.variant} {e.shape.dtype} {mode}: {row['time_us']:.0f} us, thirds {first:.0f} -> "
                           f"{last:.0f} ({last / first:.3f}), {row['sm_mhz']:.0f} MHz", flush=True)
+    gpu_env.finish(a.out / "env.json", env)
     return 0
 
 
