@@ -1130,7 +1130,8 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               next_turn=None, TURN_FLIP: gl.constexpr = 0, PERSISTENT: gl.constexpr = False, base=0, rbase=0,
               q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False,
               RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
-              SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False, LANE_MAX: gl.constexpr = False):
+              SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False, LANE_MAX: gl.constexpr = False,
+              Q_REGS: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -1155,6 +1156,10 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
         acc = warpgroup_mma_init(acc)       # the zeros, as if the result of a pending product
     q_tile = q_smem.reshape([BLOCK_M, HEAD_DIM])
     mbarrier.wait(q_bar, q_phase)
+    if Q_REGS:
+        # the q k^T products' A operand from registers, read from Q's buffer once per tile (the buffer is still
+        # handed back after the tile's last q k^T product, as without Q_REGS)
+        q_tile = q_tile.load(gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2))
 
     if SOFTMAX_OVERLAP:
         # Block 0's scores and softmax alone (masked: a block wholly below the diagonal loses no key to the mask);
@@ -1554,7 +1559,8 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          SECTIONS: gl.constexpr, FOLD: gl.constexpr = False, PAIRED_CVT: gl.constexpr = False,
                          RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
                          SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                         LANE_MAX: gl.constexpr = False):
+                         LANE_MAX: gl.constexpr = False,
+                         Q_REGS: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1595,7 +1601,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                   n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
                   PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem,
-                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
+                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS)
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
@@ -1619,7 +1625,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0,
                     FUSED_EXPONENT: gl.constexpr = False,
                     SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                    LANE_MAX: gl.constexpr = False):
+                    LANE_MAX: gl.constexpr = False, Q_REGS: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1667,6 +1673,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     gl.static_assert(FUSED_EXPONENT or not SHORT_REDUCTIONS, "SHORT_REDUCTIONS is built on FUSED_EXPONENT")
     gl.static_assert(FUSED_EXPONENT or not LANE_SUMS, "LANE_SUMS is built on FUSED_EXPONENT")
     gl.static_assert(LANE_SUMS or not LANE_MAX, "LANE_MAX is built on LANE_SUMS")
+    gl.static_assert(LANE_MAX or not Q_REGS, "Q_REGS is built on LANE_MAX")
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
     if LEAN_BARRIERS != "":
@@ -1806,13 +1813,13 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
                                     SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT,
-                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)),
+                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
                                     SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT,
-                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)),
+                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
@@ -1960,7 +1967,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
                 fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False,
-                lane_max: bool = False) -> dict:
+                lane_max: bool = False, q_regs: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -2005,6 +2012,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if lane_max and not lane_sums:
         raise ValueError("lane_max (the Gluon kernel's LANE_MAX) needs lane_sums: it keeps that kernel's row maxima "
                          "per lane, as that kernel keeps its row sums")
+    if q_regs and not lane_max:
+        raise ValueError("q_regs (the Gluon kernel's Q_REGS) needs lane_max: it changes the q k^T products of that "
+                         "kernel's persistent consumers")
     if short_reductions and not fused_exponent:
         raise ValueError("short_reductions (the Gluon kernel's SHORT_REDUCTIONS) needs fused_exponent: it shortens "
                          "that kernel's row reductions")
@@ -2025,7 +2035,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
                 PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale), SNAKE_SMS=int(snake_sms),
                 FUSED_EXPONENT=bool(fused_exponent), SHORT_REDUCTIONS=bool(short_reductions),
-                LANE_SUMS=bool(lane_sums), LANE_MAX=bool(lane_max))
+                LANE_SUMS=bool(lane_sums), LANE_MAX=bool(lane_max), Q_REGS=bool(q_regs))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -2132,7 +2142,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
                 fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False,
-                lane_max: bool = False):
+                lane_max: bool = False, q_regs: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -2161,7 +2171,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                          persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
                          paired_cvt=paired_cvt, rare_rescale=rare_rescale, snake_sms=snake_sms,
                          fused_exponent=fused_exponent, short_reductions=short_reductions, lane_sums=lane_sums,
-                         lane_max=lane_max)
+                         lane_max=lane_max, q_regs=q_regs)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -2227,7 +2237,8 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             split_consumers: bool = False, pingpong: bool = False, persistent: bool = False,
             sections: bool = False, fold: bool = False, lean_barriers: bool = False,
             paired_cvt: bool = False, rare_rescale: bool = False, fused_exponent: bool = False,
-            short_reductions: bool = False, lane_sums: bool = False, lane_max: bool = False):
+            short_reductions: bool = False, lane_sums: bool = False, lane_max: bool = False,
+            q_regs: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -2236,6 +2247,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
+    lane_max = lane_max or q_regs
     lane_sums = lane_sums or lane_max
     fused_exponent = fused_exponent or short_reductions or lane_sums
     rare_rescale = rare_rescale or fused_exponent
@@ -2259,7 +2271,8 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     args = kernel_args(q, k, v, out, causal, block_m, block_n, num_stages, sm_scale, producer_warp, two_consumers,
                        softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
                        lean_barriers, paired_cvt, rare_rescale, fused_exponent=fused_exponent,
-                       short_reductions=short_reductions, lane_sums=lane_sums, lane_max=lane_max)
+                       short_reductions=short_reductions, lane_sums=lane_sums, lane_max=lane_max,
+                       q_regs=q_regs)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

@@ -253,6 +253,7 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                                    short_reductions="short_reductions" in switches,
                                    lane_sums="lane_sums" in switches,
                                    lane_max="lane_max" in switches,
+                                   q_regs="q_registers" in switches,
                                    snake_sms=_sm_count(q.device) if snake else 0)
     return Launch(label, switches, t, grid, kwargs)
 

@@ -292,6 +292,13 @@ GLUON: Mapping[str, Switch] = {
                "step where the warp rescales, behind a branch uniform in the warp, where v35 runs them in every "
                "step on the path from the scores to the first exponential; the fused exponent's vote is taken on the maxima before the step, and a step that rescales takes the exact exponent",
                "LANE_MAX", requires=("lane_sums",)),
+        Switch("q_registers", "v37",
+               "in the persistent kernel's consumers (v32 above N = 512), the q k^T products' A operand (the "
+               "consumer's 64 rows of Q) read from Q's shared buffer into registers once per tile (32 registers per "
+               "thread) and taken from there by every step's warpgroup MMA, where v36's MMAs read it from shared "
+               "memory in every step: 16 KB fewer shared-memory reads per consumer and step of the 80 KB that its two "
+               "products read at a 64x128 block",
+               "Q_REGS", requires=("lane_max",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

@@ -127,13 +127,16 @@ SHORT_CONFIGS = {"short-" + name.removeprefix("fused-"): c for name, c in FUSED_
 LANE_CONFIGS = {"lane-" + name.removeprefix("fused-"): c for name, c in FUSED_CONFIGS.items()}
 # The kernel with LANE_MAX (stage v36, on LANE_SUMS): v35's configurations with the row maxima kept per lane.
 MAX_CONFIGS = {"max-" + name.removeprefix("lane-"): c for name, c in LANE_CONFIGS.items()}
+# The kernel with Q_REGS (stage v37, on LANE_MAX): v36's configurations with the q k^T products' Q from registers.
+QREG_CONFIGS = {"qreg-" + name.removeprefix("max-"): c for name, c in MAX_CONFIGS.items()}
 # The kernel with SNAKE_SMS (stage v32's small_n_tile, on v19's kernel): v19's configurations of 64-row tiles with
 # its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
 SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
                                                       "64x128s2")}
-# the persistent kernels (v26 to v31, v33 to v36)
+# the persistent kernels (v26 to v31, v33 to v37)
 PERSISTENT_LIKE = {**PERSISTENT_CONFIGS, **SECTIONS_CONFIGS, **FOLD_CONFIGS, **LEAN_CONFIGS, **PAIRED_CONFIGS,
-                   **RARE_CONFIGS, **FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS, **MAX_CONFIGS}
+                   **RARE_CONFIGS, **FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS, **MAX_CONFIGS,
+                   **QREG_CONFIGS}
 # the three partitions with setmaxnreg (v24 to v29)
 SPLIT_LIKE = {**SPLIT_CONFIGS, **PINGPONG_CONFIGS, **PERSISTENT_LIKE}
 # Compiled a second time from the source that the GPU verified (VERIFIED_PREFIX + name): with TWO_CONSUMERS off the
@@ -163,7 +166,8 @@ _COMPILE = textwrap.dedent("""
                             fused_exponent=bool(later[10:] and later[10]),
                             short_reductions=bool(later[11:] and later[11]),
                             lane_sums=bool(later[12:] and later[12]),
-                            lane_max=bool(later[13:] and later[13]))
+                            lane_max=bool(later[13:] and later[13]),
+                            q_regs=bool(later[14:] and later[14]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -240,6 +244,8 @@ def built(tmp_path_factory):
                          False, True] for name, c in LANE_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
                          False, True, True] for name, c in MAX_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
+                         False, True, True, True] for name, c in QREG_CONFIGS.items()},
                **{name: [*CONFIGS[plain], False, False, False, "", False, False, False, False, False, False, False,
                          False, False, SNAKE_SMS] for name, plain in SNAKE_CONFIGS.items()}}
     source = verified_source(out / "sources")
@@ -950,8 +956,8 @@ def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_seri
     from kernels.stages import PRODUCER_IDLE_WARPS
     m = built[name]
     assert m["registers"] == SPLIT_CONSUMERS_MAXNREG and m["num_warps"] == 12 == 4 + 4 + 1 + PRODUCER_IDLE_WARPS
-    if name in {**FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS, **MAX_CONFIGS}:    # v33-v36: scalars outside
-        # the KV loops (their own tests hold the loops free)
+    if name in {**FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS, **MAX_CONFIGS, **QREG_CONFIGS}:    # v33-v37: scalars
+        # outside the KV loops (their own tests hold the loops free)
         assert m["local"] == 0 and m["stack"] <= FUSED_STACK_BYTES
     else:
         assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0
@@ -1103,7 +1109,7 @@ def test_persistent_keeps_v25s_products_and_adds_one_q_release_barrier(built, na
     m, v25 = built[name], built["pp-" + name.removeprefix("ps-").removeprefix("sec-").removeprefix("fold-")
                                 .removeprefix("lean-").removeprefix("pair-").removeprefix("rare-")
                                 .removeprefix("fused-").removeprefix("short-").removeprefix("lane-")
-                                .removeprefix("max-")]
+                                .removeprefix("max-").removeprefix("qreg-")]
     assert m["registers"] == v25["registers"]
     assert m["mix"]["HGMMA"] == v25["mix"]["HGMMA"] and m["mix"]["MUFU.EX2"] == v25["mix"]["MUFU.EX2"]
     counts = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], (\d+);", m["ptx"])
@@ -1125,7 +1131,7 @@ def test_persistent_producer_loads_q_and_o_has_its_own_buffer(built, name):
     assert m["mix"]["UTMALDG"] == 4 * (D // 64) and m["mix"]["UTMASTG"] == 2
     assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read\s+0;", m["ptx"])) == 4
     tiles = 2 * (2 * 128 * D + 2 * stages * bn * D)
-    scratch = 2 * 64 * 4 * 4 if name in LANE_CONFIGS or name in MAX_CONFIGS else 0
+    scratch = 2 * 64 * 4 * 4 if name in LANE_CONFIGS or name in MAX_CONFIGS or name in QREG_CONFIGS else 0
     assert tiles <= m["shared"] <= tiles + 1024 + scratch
     assert m["shared"] <= 232448
 
@@ -1732,6 +1738,48 @@ def test_lane_max_takes_the_row_maxima_shuffles_off_the_common_step(built, name)
         assert count(path, "SHFL") == 0 and count(v35_path, "SHFL") == 4
         masked = any("-INF" in t for t in texts)        # the diagonal's loop: its mask's selects on that path too
         assert len(path) <= len(v35_path) + (8 if masked else -10), (masked, len(path), len(v35_path))
+        assert_overlapped_step(texts, name, shape[4], bn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Q_REGS (stage v37): the q k^T products' A operand, Q, from registers, read from shared memory once per tile
+# ---------------------------------------------------------------------------------------------------------------
+
+def hgmma_operands(texts: list) -> list:
+    """Each warpgroup MMA's form: "RS" (A from registers: `HGMMA... Rd, Ra, gdesc[...]`) or "SS" (both operands
+    from shared memory: `HGMMA... Rd, gdesc[...]`)."""
+    return ["RS" if re.match(r"HGMMA\S*\s+R\d+,\s+R\d+,\s+gdesc", t) else "SS" for t in texts
+            if t.startswith("HGMMA")]
+
+
+@pytest.mark.parametrize("name", QREG_CONFIGS)
+def test_q_registers_take_every_products_a_operand_from_registers(built, name):
+    """v36's products, exponentials, loads, stores, barriers, votes and shuffles, no serialized warpgroup MMA, no
+    spill inside the unmasked KV loops (the 32 registers of Q's fragment fit under the consumers' 240 there); in a
+    masked loop (the diagonal's: one step per tile at a causal 128x128 tile) at most three registers spilled and
+    filled once per step (ptxas spills one in consumer 0's and three in consumer 1's at D = 128, where v36 spills
+    none); every warpgroup MMA of
+    the persistent consumers' KV loops reads its A operand from registers (v36: the P V products only, the q k^T
+    products reading Q from shared memory in every step), so that a KV loop's products read K and V alone from
+    shared memory; the overlap kept."""
+    shape, _, _, _, bn, _ = QREG_CONFIGS[name]
+    m, v36 = built[name], built["max-" + name.removeprefix("qreg-")]
+    assert m["local"] == 0 and m["shared"] == v36["shared"]
+    assert "C7512" not in m["ptxas"] and "serialized" not in m["ptxas"]
+    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL", "SHFL"):
+        assert m["mix"].get(op, 0) == v36["mix"].get(op, 0), op
+    if shape[3] == 1:
+        return
+    loops, v36_loops = kv_loops_at(m["sass"]), kv_loops_at(v36["sass"])
+    assert len(loops) == len(v36_loops) == 4
+    for body, v36_body in zip(loops, v36_loops):
+        texts, v36_texts = [t for _, t in body], [t for _, t in v36_body]
+        spills = [t for t in texts if t.startswith(("STL", "LDL"))]
+        masked = any("-INF" in t for t in texts)        # the diagonal's loop
+        assert not spills or (masked and len(spills) <= 6), spills
+        forms, v36_forms = hgmma_operands(texts), hgmma_operands(v36_texts)
+        assert len(forms) == len(v36_forms) > 0
+        assert set(forms) == {"RS"} and "SS" in v36_forms, (forms, v36_forms)
         assert_overlapped_step(texts, name, shape[4], bn)
 
 
