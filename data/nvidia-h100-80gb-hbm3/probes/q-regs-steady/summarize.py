@@ -1,0 +1,18 @@
+"""steady.csv read (python summarize.py > summary.txt): per length and dtype, the medians over the rounds of each
+round's ratio of v37 to v36 and of v36 and v37 to cuDNN by the GPU's time per call in a steady stream of calls
+(steady_call_us), the range of v36's ratio over the rounds, the rounds in which v37 took longer than v36, and each
+entry's medians of the counter's power, the SM clock and the energy of one call."""
+import pandas as pd
+
+t = pd.read_csv("steady.csv")
+rows = []
+for (n, dt), g in t.groupby(["N", "dtype"]):
+    w = g.pivot_table(index="round", columns="variant", values="steady_call_us")
+    r36 = w.v36 / w["torch-cudnn"]
+    rows.append(dict(N=n, dtype=dt, v37_over_v36=(w.v37 / w.v36).median(), v36_x=r36.median(), v36_x_min=r36.min(),
+                     v36_x_max=r36.max(), v37_x=(w.v37 / w["torch-cudnn"]).median(),
+                     v37_slower_rounds=int((w.v37 > w.v36).sum()), rounds=len(w)))
+print(f"GPU {t.uuid.unique()}")
+print(pd.DataFrame(rows).round(4).to_string(index=False))
+print(t.groupby(["N", "dtype", "variant"])[["steady_power_w", "steady_mhz", "steady_energy_mj"]].median().round(1)
+      .to_string())
