@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.stages import STAGES, default_tile, small_n_route
+from pipeline.latex import fixed
 from pipeline.selection import GLUON_STAGES, RATIO_TIME
 
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}    # a dtype's short name: the values steps' columns and rows
@@ -112,3 +113,25 @@ def ncu_durations(ncu_large_n: Path, dtype: str, D: int) -> pd.DataFrame:
     nc = nc[nc.instance.isna() & (nc.metric == NCU_DURATION) & nc.key.str.contains(f"|{dtype}|", regex=False)].copy()
     nc["N"] = nc.key.str.split("|").str[2].str.split(",").str[3].astype(int)
     return nc.assign(dtype=dtype, D=D, repeat=0).rename(columns={"value": RATIO_TIME})
+
+
+def fastest(t: pd.DataFrame) -> pd.DataFrame:
+    """The rows with RATIO_TIME replaced by each entry's fastest sample of its kernels alone."""
+    return kernels_alone(t, t.min_us)
+
+
+def worst(best: pd.DataFrame) -> tuple:
+    """The highest ratio of a tally (best_gluon's rows), to four decimals (a tally's verdict is on the unrounded ratio,
+    and 0.9003 is above the goal's 0.90), and where: ('0.8914', 'bfloat16, $N=$ 8192')."""
+    (dtype, n), b = max(best.iterrows(), key=lambda r: r[1].x)
+    return fixed(b.x, 4), f"{dtype}, $N=$ {n}"
+
+
+def qwen3_points(q: pd.DataFrame) -> list:
+    """Per Qwen3 layout and N of the qwen3 set's rows q (float16): (x, stage, layout, N), the fastest Gluon stage's
+    time over cuDNN's."""
+    q = q[(q.dtype == "float16") & (q.status == "ok")]
+    med = q.groupby(["layout", "N", "variant"])[RATIO_TIME].median().unstack("variant")
+    ours = med[[s for s in GLUON_STAGES if s in med.columns]]
+    x = ours.div(med["torch-cudnn"], axis=0)
+    return [(float(r.min()), r.idxmin(), lay, int(n)) for (lay, n), r in x.iterrows()]

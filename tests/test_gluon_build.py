@@ -713,16 +713,18 @@ def test_descriptor_signature_is_what_the_jit_specializes():
                                    "TWO_CONSUMERS", "SOFTMAX_OVERLAP", "REGISTER_REALLOC", "SPLIT_CONSUMERS",
                                    "PINGPONG", "PERSISTENT", "SECTIONS", "FOLD", "LEAN_BARRIERS", "PAIRED_CVT",
                                    "RARE_RESCALE", "SNAKE_SMS", "FUSED_EXPONENT", "SHORT_REDUCTIONS",
-                                   "LANE_SUMS", "LANE_MAX"]
+                                   "LANE_SUMS", "LANE_MAX", "Q_REGS"]
     assert args["GROUP"] == 2 and abs(args["qk_scale"] - 1.4426950408889634 / 128 ** 0.5) < 1e-12
     assert args["PRODUCER_WARP"] is False and args["TWO_CONSUMERS"] is False     # off by default: v19's kernel
     assert args["SOFTMAX_OVERLAP"] is False and args["SPLIT_CONSUMERS"] is False and args["PINGPONG"] is False
     assert args["LEAN_BARRIERS"] == ""          # off: no mark, and the PTX stage leaves the kernel as it was
     assert args["PAIRED_CVT"] is False and args["RARE_RESCALE"] is False and args["SNAKE_SMS"] == 0
     assert args["FUSED_EXPONENT"] is False and args["SHORT_REDUCTIONS"] is False and args["LANE_SUMS"] is False
-    assert args["LANE_MAX"] is False
+    assert args["LANE_MAX"] is False and args["Q_REGS"] is False
     with pytest.raises(ValueError, match="lane_max .* needs lane_sums"):
         kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, lane_max=True)
+    with pytest.raises(ValueError, match="q_regs .* needs lane_max"):
+        kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, q_regs=True)
     with pytest.raises(ValueError, match="fused_exponent .* needs rare_rescale"):
         kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3, fused_exponent=True)
     with pytest.raises(ValueError, match="short_reductions .* needs fused_exponent"):
@@ -956,8 +958,8 @@ def test_split_consumers_reallocate_in_three_partitions_without_spilling_or_seri
     from kernels.stages import PRODUCER_IDLE_WARPS
     m = built[name]
     assert m["registers"] == SPLIT_CONSUMERS_MAXNREG and m["num_warps"] == 12 == 4 + 4 + 1 + PRODUCER_IDLE_WARPS
-    if name in {**FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS, **MAX_CONFIGS, **QREG_CONFIGS}:    # v33-v37: scalars
-        # outside the KV loops (their own tests hold the loops free)
+    if name in {**FUSED_CONFIGS, **SHORT_CONFIGS, **LANE_CONFIGS, **MAX_CONFIGS, **QREG_CONFIGS}:   # v33-v37:
+        # scalars outside the KV loops (their own tests hold the loops free)
         assert m["local"] == 0 and m["stack"] <= FUSED_STACK_BYTES
     else:
         assert m["mix"].get("STL", 0) == 0 and m["mix"].get("LDL", 0) == 0 and m["local"] == 0 and m["stack"] == 0

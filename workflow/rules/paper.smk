@@ -90,8 +90,11 @@ rule tables:
 PROBE_WS = f"{DATA}/probes/probe-ws"
 PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gluon stages (at an earlier source)
 PROBE_GATE36 = "data/nvidia-h100-80gb-hbm3/probes/lane-max-gate"   # v36's gate, on an H100 (no H200 was lent): the same against v35
+PROBE_GATE37 = "data/nvidia-h100-80gb-hbm3/probes/q-regs-gate"     # v37's gate, on an H100: the same against v36
+PROBE_STEADY37 = "data/nvidia-h100-80gb-hbm3/probes/q-regs-steady"   # its steady state at the power cap, same GPU
+PROBE_RUN37 = "data/nvidia-h100-80gb-hbm3/probes/run-37-unfinished"   # run-37, cut before three sets: a probe
 # RUN36 (figures.smk, which a figure reads too): run-36 on one H100
-GLUON_GRID = RUN36   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
+GLUON_GRID = PROBE_RUN37   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
 EXACT_FIRST = f"{DATA}/run-29"   # the first run of the exact exponent (1c7a071), which replaced the clamp
@@ -184,7 +187,14 @@ VALUES = {
     "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",
                   v34_seal=f"{PROBE_GATE34}/SHA256SUMS", v34_ab=f"{PROBE_GATE34}/ab.csv",
                   v36_seal=f"{PROBE_GATE36}/SHA256SUMS", v36_ab=f"{PROBE_GATE36}/ab.csv",
+                  v37_seal=f"{PROBE_GATE37}/SHA256SUMS", v37_ab=f"{PROBE_GATE37}/ab.csv",
+                  v37_steady_seal=f"{PROBE_STEADY37}/SHA256SUMS", v37_steady=f"{PROBE_STEADY37}/steady.csv",
                   predictions="data/predictions/stages.csv"),
+    "unfinished37": dict(seal_file=f"{PROBE_RUN37}/SHA256SUMS", n_sweep=f"{PROBE_RUN37}/bench-n_sweep/timings.csv",
+                         qwen3=f"{PROBE_RUN37}/bench-qwen3/timings.csv",
+                         ncu_large_n=f"{PROBE_RUN37}/profile/ncu_large_n.csv",
+                         correctness=f"{PROBE_RUN37}/verify/correctness.csv",
+                         verify_env=f"{PROBE_RUN37}/verify/env.json"),
     "rarefix": dict(bug_seal=f"{PROBE_RAREBUG}/SHA256SUMS", bug_guards=f"{PROBE_RAREBUG}/gpu_tests_guards.log",
                     fix_seal=f"{PROBE_RAREFIX}/SHA256SUMS", fix_guards=f"{PROBE_RAREFIX}/gpu_tests_guards.log",
                     fix_correctness=f"{PROBE_RAREFIX}/verify/correctness.csv",
@@ -231,7 +241,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
           "run31": RUN31, "run35": RUN35, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER,
-          "run36": RUN36}
+          "run36": RUN36, "unfinished37": PROBE_RUN37}
 
 
 rule values:

@@ -1,11 +1,13 @@
 """The paper's numbers from the gates of the stages that no run has timed yet: data/<gpu>/probes/v33-check,
-v34-check and (on an H100) lane-max-gate (sealed), each an A/B timing (ab_probe.py) of a stage, the stage before it
-and cuDNN at the headline layout, in rounds whose order reverses every second round, on one GPU, beside that
-stage's verify grid and guard tests. The committed predictions of each stage against the one before it
+v34-check and (on H100s) lane-max-gate and q-regs-gate (sealed), each an A/B timing (ab_probe.py) of a stage, the
+stage before it and cuDNN at the headline layout, in rounds whose order reverses every second round, on one GPU,
+beside that stage's verify grid and guard tests. The committed predictions of each stage against the one before it
 (data/predictions/stages.csv, quantity time) are checked against the probe's medians.
 
-- \\GateRounds: the rounds per length and dtype (the fewest of v33's and v34's probes), \\GateThirtySixRounds v36's;
-- \\GateThirtyThreeGpu, \\GateThirtyFourGpu, \\GateThirtySixGpu: each probe's GPU (its UUID's first 12 characters);
+- \\GateRounds: the rounds per length and dtype (the fewest of v33's and v34's probes), \\GateThirtySixRounds v36's,
+  \\GateThirtySevenRounds v37's;
+- \\GateThirtyThreeGpu, \\GateThirtyFourGpu, \\GateThirtySixGpu, \\GateThirtySevenGpu: each probe's GPU (its UUID's
+  first 12 characters);
 - \\val{gate}{<stage>@<N>}{<fp16|bf16>}: the stage's time over the stage before it's in a round (kernels alone), the
   median over the rounds, as a change in percent;
 - \\val{gate}{<stage>@<N>}{x}: the median over the rounds of the stage's time over cuDNN's (float16);
@@ -13,6 +15,13 @@ stage's verify grid and guard tests. The committed predictions of each stage aga
   stage took longer than the stage before it;
 - \\GateThirtyThreeHeld / \\GateThirtyThreeChecked (and ThirtyFour): the stage's time predictions at the probe's
   lengths that its median change fell inside, of those checked.
+- v37's steady state (probes/q-regs-steady, on q-regs-gate's GPU: cuDNN, v36 and v37 each called back to back until
+  NVML's energy counter moved over a span, in rounds whose order reverses every second round):
+  \\val{gatesteady}{<N>}{<fp16|bf16>x}, {<fp16|bf16>xhi}: v36's time per call over cuDNN's, the median over the
+  rounds and the highest round; \\val{gatesteady}{<N>}{<fp16|bf16>step}: v37's over v36's, as a change in percent;
+  \\val{gatesteady}{<N>}{<fp16|bf16>slower}: the rounds in which v37 took longer;
+  \\val{gatesteady}{16384}{<fp16|bf16><mhz|mj><36|37>}: each stage's median SM clock (MHz) and energy per call (mJ)
+  there; \\GateSteadyRounds: the rounds; \\GateSteadyGpu: its GPU.
 """
 import sys
 from pathlib import Path
@@ -29,7 +38,10 @@ GATES = {"v33": ("v32", ("GateThirtyThreeGpu", "GateThirtyThreeSlowerRounds", "G
          "v34": ("v33", ("GateThirtyFourGpu", "GateThirtyFourSlowerRounds", "GateThirtyFourHeld",
                          "GateThirtyFourChecked")),
          "v36": ("v35", ("GateThirtySixGpu", "GateThirtySixSlowerRounds", "GateThirtySixHeld",
-                         "GateThirtySixChecked"))}
+                         "GateThirtySixChecked")),
+         "v37": ("v36", ("GateThirtySevenGpu", "GateThirtySevenSlowerRounds", "GateThirtySevenHeld",
+                         "GateThirtySevenChecked"))}
+STEADY = ("torch-cudnn", "v36", "v37")     # the steady probe's entries: cuDNN, the stage before v37, v37
 
 
 def per_round(ab: Path, stage: str, before: str) -> tuple[str, pd.DataFrame]:
@@ -46,13 +58,42 @@ def per_round(ab: Path, stage: str, before: str) -> tuple[str, pd.DataFrame]:
     return t.uuid.iloc[0], wide
 
 
-def values(predictions: Path, **probes) -> Values:
+def steady(v: Values, seal_file: Path, steady_csv: Path, gate_gpu: str) -> None:
+    """v37's steady probe: v36 over cuDNN and v37 over v36 by the steady stream's time per call (steady_call_us), per
+    round, their medians; refuses a probe of another GPU than the gate's, or without its three entries in every
+    round."""
+    seal.verify(Path(seal_file).parent)
+    t = pd.read_csv(steady_csv)
+    if set(t.uuid) != {gate_gpu}:
+        raise ValueError(f"{steady_csv}: GPU {sorted(set(t.uuid))}, not the gate's {gate_gpu}")
+    wide = t.pivot_table(index=["N", "dtype", "round"], columns="variant", values="steady_call_us")
+    if set(wide.columns) != set(STEADY) or wide.isna().any().any():
+        raise ValueError(f"{steady_csv}: entries {sorted(wide.columns)} in every round expected: {STEADY}")
+    cudnn, before, stage = STEADY
+    v.macro("GateSteadyGpu", gate_gpu[:12])
+    v.macro("GateSteadyRounds", str(wide.groupby(level=["N", "dtype"]).size().min()))
+    for (n, dtype), w in wide.groupby(level=["N", "dtype"]):
+        col = DTYPES[dtype]
+        v.put("gatesteady", str(n), f"{col}x", fixed((w[before] / w[cudnn]).median(), 3))
+        v.put("gatesteady", str(n), f"{col}xhi", fixed((w[before] / w[cudnn]).max(), 3))
+        v.put("gatesteady", str(n), f"{col}step", signed(((w[stage] / w[before]).median() - 1) * 100, 1))
+        v.put("gatesteady", str(n), f"{col}slower", str(int((w[stage] > w[before]).sum())))
+    med = t[t.N == 16384].groupby(["dtype", "variant"])[["steady_mhz", "steady_energy_mj"]].median()
+    for (dtype, variant), m in med.iterrows():
+        if variant != cudnn:
+            v.put("gatesteady", "16384", f"{DTYPES[dtype]}mhz{variant[1:]}", f"{m.steady_mhz:.0f}")
+            v.put("gatesteady", "16384", f"{DTYPES[dtype]}mj{variant[1:]}", f"{m.steady_energy_mj:.0f}")
+
+
+def values(predictions: Path, v37_steady_seal: Path, v37_steady: Path, **probes) -> Values:
     v = Values("gates")
     pred = pd.read_csv(predictions)
     rounds = {}                 # stage -> the fewest rounds of any length and dtype of its probe
+    gpus = {}                   # stage -> its probe's GPU
     for stage, (before, (gpu, slower, held_name, checked)) in GATES.items():
         seal.verify(Path(probes[f"{stage}_seal"]).parent)
         uuid, wide = per_round(Path(probes[f"{stage}_ab"]), stage, before)
+        gpus[stage] = uuid
         v.macro(gpu, uuid[:12])
         rounds[stage] = wide.groupby(level=["N", "dtype"]).size().min()
         step = (wide[stage] / wide[before]).groupby(level=["N", "dtype"]).median()
@@ -70,6 +111,8 @@ def values(predictions: Path, **probes) -> Values:
         v.macro(checked, str(len(rows)))
     v.macro("GateRounds", str(min(rounds["v33"], rounds["v34"])))     # the two gates the paper quotes together
     v.macro("GateThirtySixRounds", str(rounds["v36"]))
+    v.macro("GateThirtySevenRounds", str(rounds["v37"]))
+    steady(v, v37_steady_seal, v37_steady, gpus["v37"])
     return v
 
 

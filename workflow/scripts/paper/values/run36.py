@@ -54,9 +54,9 @@ import pandas as pd
 from kernels.shapes import attention_flops
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import ALL_STAGES, GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS
-from pipeline.sweep import (best_gluon, kernels_alone, medians, ncu_durations, one_gpu, predicted, repeat_times,
-                            third, verdict)
+from pipeline.selection import ALL_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS
+from pipeline.sweep import (best_gluon, fastest, kernels_alone, medians, ncu_durations, one_gpu, predicted,
+                            qwen3_points, repeat_times, third, verdict, worst)
 
 NEW, BEFORE = "v36", "v35"        # the stage this run times for the first time, and its base
 RATIO_N = (8192, 16384)           # v36's predicted ratios to cuDNN
@@ -71,32 +71,10 @@ STEPS = ("verify/correctness.csv", "timer_check/timer_check.csv", "ceilings/ceil
          "profile/ncu_duration.csv", "profile/ncu_premise.csv", "profile/ncu_large_n.csv", "qwen3_e2e/qwen3_e2e.csv")
 
 
-def fastest(t: pd.DataFrame) -> pd.DataFrame:
-    """The rows with RATIO_TIME replaced by each entry's fastest sample of its kernels alone."""
-    return kernels_alone(t, t.min_us)
-
-
 def by_third(t: pd.DataFrame, last: bool) -> pd.DataFrame:
     """The rows with RATIO_TIME replaced by the median of each entry's first or last third of samples, its kernels
     alone."""
     return kernels_alone(t, t.sample_times.map(lambda s: third(s, last)))
-
-
-def worst(best: pd.DataFrame) -> tuple:
-    """The highest ratio of a tally (best_gluon's rows), to four decimals (a tally's verdict is on the unrounded ratio,
-    and 0.9003 is above the goal's 0.90), and where: ('0.8914', 'bfloat16, $N=$ 8192')."""
-    (dtype, n), b = max(best.iterrows(), key=lambda r: r[1].x)
-    return fixed(b.x, 4), f"{dtype}, $N=$ {n}"
-
-
-def qwen3_points(q: pd.DataFrame) -> list:
-    """Per Qwen3 layout and N of the qwen3 set's rows q (float16): (x, stage, layout, N), the fastest Gluon stage's
-    time over cuDNN's."""
-    q = q[(q.dtype == "float16") & (q.status == "ok")]
-    med = q.groupby(["layout", "N", "variant"])[RATIO_TIME].median().unstack("variant")
-    ours = med[[s for s in GLUON_STAGES if s in med.columns]]
-    x = ours.div(med["torch-cudnn"], axis=0)
-    return [(float(r.min()), r.idxmin(), lay, int(n)) for (lay, n), r in x.iterrows()]
 
 
 def rate(t: pd.DataFrame, stages: list, dtype: str, times: pd.Series) -> float:
