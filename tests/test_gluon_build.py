@@ -703,7 +703,7 @@ def test_descriptor_signature_is_what_the_jit_specializes():
     k = torch.empty(2, 8, 1024, 128, dtype=torch.float16)
     args = kernel_args(q, k, k.clone(), torch.empty_like(q), True, 64, 64, 3)
     signature, constexprs, attrs = specialize(args)
-    assert len(constexprs) == 22 and attrs      # the twenty-two constexprs; N, H divisible by 16
+    assert len(constexprs) == 23 and attrs      # the twenty-three constexprs; N, H divisible by 16
     layout = ("NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=4, transposed=False, "
               "fp4_padded=False, cga_layout=[])")
     assert signature["q_desc"] == f"tensordesc<fp16[1, 1, 64, 128],{layout}>"

@@ -42,6 +42,12 @@ GATES = {"v33": ("v32", ("GateThirtyThreeGpu", "GateThirtyThreeSlowerRounds", "G
          "v37": ("v36", ("GateThirtySevenGpu", "GateThirtySevenSlowerRounds", "GateThirtySevenHeld",
                          "GateThirtySevenChecked"))}
 STEADY = ("torch-cudnn", "v36", "v37")     # the steady probe's entries: cuDNN, the stage before v37, v37
+# gatesteady's columns per dtype: v36 over cuDNN (median, highest round), v37's change, its slower rounds
+STEADY_COLUMNS = {"float16": ("fp16x", "fp16xhi", "fp16step", "fp16slower"),
+                  "bfloat16": ("bf16x", "bf16xhi", "bf16step", "bf16slower")}
+# and at 16384 per (dtype, stage): its median SM clock and energy per call
+CLOCK_COLUMNS = {("float16", "v36"): ("fp16mhz36", "fp16mj36"), ("float16", "v37"): ("fp16mhz37", "fp16mj37"),
+                 ("bfloat16", "v36"): ("bf16mhz36", "bf16mj36"), ("bfloat16", "v37"): ("bf16mhz37", "bf16mj37")}
 
 
 def per_round(ab: Path, stage: str, before: str) -> tuple[str, pd.DataFrame]:
@@ -73,16 +79,15 @@ def steady(v: Values, seal_file: Path, steady_csv: Path, gate_gpu: str) -> None:
     v.macro("GateSteadyGpu", gate_gpu[:12])
     v.macro("GateSteadyRounds", str(wide.groupby(level=["N", "dtype"]).size().min()))
     for (n, dtype), w in wide.groupby(level=["N", "dtype"]):
-        col = DTYPES[dtype]
-        v.put("gatesteady", str(n), f"{col}x", fixed((w[before] / w[cudnn]).median(), 3))
-        v.put("gatesteady", str(n), f"{col}xhi", fixed((w[before] / w[cudnn]).max(), 3))
-        v.put("gatesteady", str(n), f"{col}step", signed(((w[stage] / w[before]).median() - 1) * 100, 1))
-        v.put("gatesteady", str(n), f"{col}slower", str(int((w[stage] > w[before]).sum())))
+        x, xhi, step, slower = STEADY_COLUMNS[dtype]
+        v.put("gatesteady", str(n), x, fixed((w[before] / w[cudnn]).median(), 3))
+        v.put("gatesteady", str(n), xhi, fixed((w[before] / w[cudnn]).max(), 3))
+        v.put("gatesteady", str(n), step, signed(((w[stage] / w[before]).median() - 1) * 100, 1))
+        v.put("gatesteady", str(n), slower, str(int((w[stage] > w[before]).sum())))
     med = t[t.N == 16384].groupby(["dtype", "variant"])[["steady_mhz", "steady_energy_mj"]].median()
-    for (dtype, variant), m in med.iterrows():
-        if variant != cudnn:
-            v.put("gatesteady", "16384", f"{DTYPES[dtype]}mhz{variant[1:]}", f"{m.steady_mhz:.0f}")
-            v.put("gatesteady", "16384", f"{DTYPES[dtype]}mj{variant[1:]}", f"{m.steady_energy_mj:.0f}")
+    for (dtype, variant), (mhz, mj) in CLOCK_COLUMNS.items():
+        v.put("gatesteady", "16384", mhz, f"{med.loc[(dtype, variant), 'steady_mhz']:.0f}")
+        v.put("gatesteady", "16384", mj, f"{med.loc[(dtype, variant), 'steady_energy_mj']:.0f}")
 
 
 def values(predictions: Path, v37_steady_seal: Path, v37_steady: Path, **probes) -> Values:
