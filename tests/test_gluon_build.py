@@ -1756,19 +1756,18 @@ def hgmma_operands(texts: list) -> list:
 
 @pytest.mark.parametrize("name", QREG_CONFIGS)
 def test_q_registers_take_every_products_a_operand_from_registers(built, name):
-    """v36's products, exponentials, loads, stores, barriers, votes and shuffles, no serialized warpgroup MMA, no
-    spill inside the unmasked KV loops (the 32 registers of Q's fragment fit under the consumers' 240 there); in a
-    masked loop (the diagonal's: one step per tile at a causal 128x128 tile) at most three registers spilled and
-    filled once per step (ptxas spills one in consumer 0's and three in consumer 1's at D = 128, where v36 spills
-    none); every warpgroup MMA of
-    the persistent consumers' KV loops reads its A operand from registers (v36: the P V products only, the q k^T
-    products reading Q from shared memory in every step), so that a KV loop's products read K and V alone from
-    shared memory; the overlap kept."""
+    """v36's products, exponentials, conversions, loads, stores, barriers, votes and shuffles, no serialized
+    warpgroup MMA, no spill inside the unmasked KV loops (the 32 registers of Q's fragment fit under the consumers'
+    240 there); in a masked loop (the diagonal's: one step per tile at a causal 128x128 tile) at most three registers
+    spilled and filled once per step (ptxas spills one in consumer 0's and three in consumer 1's at D = 128, where
+    v36 spills none); every warpgroup MMA of the persistent consumers' KV loops reads its A operand from registers
+    (v36: the P V products only, the q k^T products reading Q from shared memory in every step), so that a KV loop's
+    products read K and V alone from shared memory; the overlap kept."""
     shape, _, _, _, bn, _ = QREG_CONFIGS[name]
     m, v36 = built[name], built["max-" + name.removeprefix("qreg-")]
     assert m["local"] == 0 and m["shared"] == v36["shared"]
     assert "C7512" not in m["ptxas"] and "serialized" not in m["ptxas"]
-    for op in ("HGMMA", "MUFU.EX2", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL", "SHFL"):
+    for op in ("HGMMA", "MUFU.EX2", "F2FP", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL", "SHFL"):
         assert m["mix"].get(op, 0) == v36["mix"].get(op, 0), op
     if shape[3] == 1:
         return
