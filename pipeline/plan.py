@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernels.shapes import HEADLINE, Shape
-from kernels.stages import (BASELINE, FINAL, STAGES, Tile, add_one_in, default_tile, extended, is_gluon,
-                            last_ablations, leave_one_out, resolve_variant, stage_of, switches_label)
+from kernels.stages import (BASELINE, FINAL, GLUON_STAGES, STAGES, Tile, add_one_in, default_tile, extended,
+                            is_gluon, last_ablations, leave_one_out, resolve_variant, stage_of, switches_label)
 
 from . import config_check, keys
 
@@ -56,6 +56,21 @@ def load_config(path: Path) -> dict:
     return cfg["plan"]
 
 
+def timed_stages(m: dict) -> list:
+    """The stages the stage sets (headline, bf16, n_sweep, qwen3) time, in the registry's order: plan.stages, where
+    "gluon" stands for every Gluon stage (config/goal.yaml: the Triton leader and the Gluon stages, a run that fits a
+    short lease), or every stage where the plan names none."""
+    named = m.get("stages")
+    if named is None:
+        return list(STAGES)
+    unknown = [s for s in named if s != "gluon" and s not in STAGES]
+    if unknown:
+        raise ValueError(f"plan.stages: {unknown} not stages; name stages of kernels.stages.STAGES "
+                         f"({next(iter(STAGES))}..{list(STAGES)[-1]}) or gluon (every Gluon stage)")
+    chosen = set(named) | (set(GLUON_STAGES) if "gluon" in named else set())
+    return [s for s in STAGES if s in chosen]
+
+
 def expand(m: dict, sets=SETS) -> list:
     """Entries in a fixed order (the interleaving order); a measurement asked for by several sets appears once, at
     its first place, with all their names."""
@@ -63,6 +78,7 @@ def expand(m: dict, sets=SETS) -> list:
     if unknown:
         raise ValueError(f"unknown set(s) {unknown}; the sets are {list(SETS)}")
     torch_impls = list(m["torch_impls"])
+    stages = timed_stages(m)
     out = []
 
     def own_tile(variant, shape):
@@ -70,7 +86,7 @@ def expand(m: dict, sets=SETS) -> list:
         return default_tile(resolve_variant(variant), shape.D, shape.N)
 
     def stages_and_torch(set_name, shape, layout=""):
-        out.extend(Entry(set_name, "triton", v, shape, own_tile(v, shape), layout) for v in STAGES)
+        out.extend(Entry(set_name, "triton", v, shape, own_tile(v, shape), layout) for v in stages)
         out.extend(Entry(set_name, impl, impl, shape, None, layout) for impl in torch_impls)
 
     if "headline" in sets:
@@ -134,15 +150,16 @@ def timing_order(entries: list, m: dict) -> list:
 
 
 def profile_entries(m: dict) -> list:
-    """The entries Nsight Compute profiles: the variants at the article's tile, the extra (variant, tile) pairs, and
-    the PyTorch kernels, all at the headline shape."""
+    """The entries Nsight Compute profiles: the variants at the article's tile (of the stages, those the plan times),
+    the extra (variant, tile) pairs, and the PyTorch kernels, all at the headline shape."""
     p = m["profile"]
     extra = [Entry("profile", "triton", x["variant"], HEADLINE,
                    Tile(x["block_m"], x["block_n"], x["num_warps"], x["num_stages"])) for x in p.get("extra", [])]
     for e in extra:
         resolve_variant(e.variant)
+    timed = set(timed_stages(m))        # a stage the plan does not time is not profiled (config/goal.yaml)
     return runnable([Entry("profile", "triton", v, HEADLINE, default_tile(resolve_variant(v), HEADLINE.D, HEADLINE.N))
-                     for v in p["variants"]] + extra
+                     for v in p["variants"] if v not in STAGES or v in timed] + extra
                     + [Entry("profile", impl, impl, HEADLINE) for impl in p["torch_impls"]], m)
 
 

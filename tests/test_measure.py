@@ -56,6 +56,31 @@ def test_plan_covers_the_sets():
     assert {e.variant for e in large} >= set(CFG["profile"]["large_n"]["torch_impls"])
 
 
+def test_the_goal_plan_times_the_triton_leader_and_the_gluon_stages_and_profiles_only_what_it_times():
+    """config/goal.yaml (a run that fits a short lease): the stage sets time v13 and every Gluon stage beside
+    PyTorch's kernels, and no other stage; every profiled entry is timed; the lite plan's other sets are kept."""
+    from snakemake.utils import update_config
+    import yaml
+    from kernels.stages import GLUON_STAGES
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    lite = bench_plan.expand(cfg["plan"])
+    for name in ("lite.yaml", "goal.yaml"):
+        update_config(cfg, yaml.safe_load((ROOT / "config" / name).read_text()))
+    m = cfg["plan"]
+    entries = bench_plan.expand(m)
+    keys = {e.key for e in entries}
+    for s in ("headline", "bf16", "n_sweep", "qwen3"):
+        timed = {e.variant for e in entries if s in e.set.split(",") and e.impl == "triton"}
+        assert timed == {"v13", *GLUON_STAGES}, s
+    assert {e.key for e in entries if "ablation" in e.set} == {e.key for e in lite if "ablation" in e.set}
+    assert len(entries) < 0.7 * len(bench_plan.expand({k: v for k, v in m.items() if k != "stages"}))
+    for of in (bench_plan.profile_entries, bench_plan.large_n_entries):
+        assert of(m) and {e.key for e in of(m)} <= keys
+    assert bench_plan.premise_entries(m) == []
+    with pytest.raises(ValueError, match=r"plan.stages: \['v99'\] not stages; name stages"):
+        bench_plan.expand({**m, "stages": ["v13", "v99"]})
+
+
 class Interrupt(Exception):
     pass
 

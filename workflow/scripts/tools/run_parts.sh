@@ -16,6 +16,8 @@
 # STEPS (optional, with any part): the steps whose outputs this command makes, beside part 1's, named as their
 # staging folders (bench-n_sweep profile qwen3_e2e ...), so that a lease's commands can take the run's long steps in
 # the order that matters (run-35: the N sweep, which the goal's tally reads, before Nsight's profile).
+# CONFIGS (optional): the config files, merged in order; config/config.yaml config/lite.yaml unless set (the goal's
+# run adds config/goal.yaml: the Triton leader and the Gluon stages only, a run that fits a short lease).
 # GPU (optional): the data folder's GPU; by default the slug of the GPU nvidia-smi names here (pipeline.gpu_env's
 # gpu_slug), passed to Snakemake as config gpu, so that a run on a lent machine of another kind is filed as that GPU's.
 #
@@ -26,6 +28,7 @@
 set -u
 RUN=$1 PART=$2
 WHEELS=${WHEELS:-.whl} SITE=${SITE:-/tmp/site} LIMIT=${LIMIT:-555}
+CONFIGS=${CONFIGS:-config/config.yaml config/lite.yaml}
 export PYTHONUNBUFFERED=1
 : "${PROJECT_COMMIT:?set PROJECT_COMMIT to the commit of the tree}" "${OUT:?set OUT to the folder the results go to}"
 # a whole commit, never a prefix typed by hand (run-19's and run-29's were mistyped: data/COMMIT_CORRECTIONS.csv)
@@ -66,8 +69,11 @@ for step in ${STEPS:-}; do
     *) echo "STEPS: $step is not a step of a run (bench-<set>, profile, qwen3_e2e)" >&2; exit 2;;
   esac
 done
+for f in $CONFIGS; do
+  [ -f "$f" ] || { echo "CONFIGS: $f is not a file here; name config files of the tree (config/goal.yaml)" >&2; exit 2; }
+done
 timeout -s INT "$LIMIT" python3 -m snakemake --profile profiles/gpu --resources gpu=1 --scheduler greedy \
-  --configfile config/config.yaml config/lite.yaml --config measure=True run="$RUN" gpu="$GPU" 'crosscheck_waivers=[]' -- $T \
+  --configfile $CONFIGS --config measure=True run="$RUN" gpu="$GPU" 'crosscheck_waivers=[]' -- $T \
   > "$OUT/snakemake-part$PART.log" 2>&1
 rc=$?
 echo "part $PART rc=$rc after $(( $(date +%s) - t0 )) s"
