@@ -1,11 +1,13 @@
 """One run's N sweep (bench-n_sweep/timings.csv of a sealed run) as the paper's run paragraphs read it: each entry's
 median over its repeats (RATIO_TIME: the kernels alone), its ratio to cuDNN's, the fastest Gluon kernel per (dtype,
 N) (the stages that launch one kernel pooled), a committed prediction's range and its verdict."""
+import json
 import statistics
 from pathlib import Path
 
 import pandas as pd
 
+from kernels.shapes import attention_flops
 from kernels.stages import STAGES, default_tile, small_n_route
 from pipeline.latex import fixed
 from pipeline.selection import GLUON_STAGES, RATIO_TIME
@@ -135,3 +137,35 @@ def qwen3_points(q: pd.DataFrame) -> list:
     ours = med[[s for s in GLUON_STAGES if s in med.columns]]
     x = ours.div(med["torch-cudnn"], axis=0)
     return [(float(r.min()), r.idxmin(), lay, int(n)) for (lay, n), r in x.iterrows()]
+
+
+# the steps a finished run leaves, by a file of each: a folder without one of them is not a run paragraph's run
+RUN_STEPS = ("verify/correctness.csv", "timer_check/timer_check.csv", "ceilings/ceilings.csv",
+             "profile/ncu_duration.csv", "profile/ncu_premise.csv", "profile/ncu_large_n.csv",
+             "qwen3_e2e/qwen3_e2e.csv")
+
+
+def by_third(t: pd.DataFrame, last: bool) -> pd.DataFrame:
+    """The rows with RATIO_TIME replaced by the median of each entry's first or last third of samples, its kernels
+    alone."""
+    return kernels_alone(t, t.sample_times.map(lambda s: third(s, last)))
+
+
+def rate(t: pd.DataFrame, stages: list, dtype: str, n: int, times: pd.Series) -> float:
+    """The causal TFLOP/s at N = n of a sweep's rows t of the given stages (pooled) at the median of times."""
+    one = t[(t.N == n) & (t.dtype == dtype)].iloc[0]
+    flops = attention_flops(int(one.B), int(one.H), n, int(one.D), bool(one.causal))
+    return flops / times[(t.N == n) & (t.dtype == dtype) & t.variant.isin(stages)].median() / 1e6
+
+
+def check_run(run: Path, env: dict) -> None:
+    """A finished run of one commit: every step's file there (RUN_STEPS), and every step's env.json of the verify step's
+    commit and kind of GPU; ValueError otherwise."""
+    missing = [f for f in RUN_STEPS if not (run / f).exists()]
+    if missing:
+        raise ValueError(f"{run}: no {', '.join(missing)}: not a finished run (a probe's folder?)")
+    for f in sorted(run.glob("*/env.json")):
+        e = json.loads(f.read_text())
+        if (e["project_commit"], e["gpu"]) != (env["project_commit"], env["gpu"]):
+            raise ValueError(f"{f}: commit {e['project_commit'][:7]} on {e['gpu']}, the verify step's "
+                             f"{env['project_commit'][:7]} on {env['gpu']}: one run is one commit on one kind of GPU")

@@ -51,12 +51,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels.shapes import attention_flops
 from pipeline import seal
 from pipeline.latex import Values, fixed
 from pipeline.selection import ALL_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS
-from pipeline.sweep import (best_gluon, fastest, kernels_alone, medians, ncu_durations, one_gpu, predicted,
-                            qwen3_points, repeat_times, third, verdict, worst)
+from pipeline.sweep import (best_gluon, by_third, check_run, fastest, medians, ncu_durations, one_gpu, predicted,
+                            qwen3_points, rate, repeat_times, third, verdict, worst)
 
 NEW, BEFORE = "v36", "v35"        # the stage this run times for the first time, and its base
 RATIO_N = (8192, 16384)           # v36's predicted ratios to cuDNN
@@ -66,35 +65,6 @@ SLOWED_X = 1.05                   # an entry slowed within itself: its last thir
 COLUMNS = {"float16": ("fp16", "fp16fast"), "bfloat16": ("bf16", "bf16fast")}   # r36step's: medians, fastest samples
 STAGE_COLUMNS = {"float16": "fp16stage", "bfloat16": "bf16stage"}    # r36best's: the fastest kernel's stages
 REPEAT_COLUMNS = {"float16": ("fp16lo", "fp16hi"), "bfloat16": ("bf16lo", "bf16hi")}   # r36rep's: lowest, highest
-# the steps a finished run leaves, by a file of each: a folder without one of them is not this paragraph's run
-STEPS = ("verify/correctness.csv", "timer_check/timer_check.csv", "ceilings/ceilings.csv",
-         "profile/ncu_duration.csv", "profile/ncu_premise.csv", "profile/ncu_large_n.csv", "qwen3_e2e/qwen3_e2e.csv")
-
-
-def by_third(t: pd.DataFrame, last: bool) -> pd.DataFrame:
-    """The rows with RATIO_TIME replaced by the median of each entry's first or last third of samples, its kernels
-    alone."""
-    return kernels_alone(t, t.sample_times.map(lambda s: third(s, last)))
-
-
-def rate(t: pd.DataFrame, stages: list, dtype: str, times: pd.Series) -> float:
-    """The causal TFLOP/s at N = LONG_N of a sweep's rows t of the given stages (pooled) at the median of times."""
-    one = t[(t.N == LONG_N) & (t.dtype == dtype)].iloc[0]
-    flops = attention_flops(int(one.B), int(one.H), LONG_N, int(one.D), bool(one.causal))
-    return flops / times[(t.N == LONG_N) & (t.dtype == dtype) & t.variant.isin(stages)].median() / 1e6
-
-
-def check_run(run: Path, env: dict) -> None:
-    """A finished run of one commit: every step's file there (STEPS), and every step's env.json of the verify step's
-    commit and kind of GPU; ValueError otherwise."""
-    missing = [f for f in STEPS if not (run / f).exists()]
-    if missing:
-        raise ValueError(f"{run}: no {', '.join(missing)}: not a finished run (a probe's folder?)")
-    for f in sorted(run.glob("*/env.json")):
-        e = json.loads(f.read_text())
-        if (e["project_commit"], e["gpu"]) != (env["project_commit"], env["gpu"]):
-            raise ValueError(f"{f}: commit {e['project_commit'][:7]} on {e['gpu']}, the verify step's "
-                             f"{env['project_commit'][:7]} on {env['gpu']}: one run is one commit on one kind of GPU")
 
 
 def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, correctness: Path, verify_env: Path,
@@ -191,7 +161,7 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, corre
     for dtype, (col, _) in COLUMNS.items():
         stages = best.loc[(dtype, LONG_N), "stage"].split("/")
         r = t[(t.N == LONG_N) & (t.dtype == dtype) & t.variant.isin(stages)]
-        tflops = rate(t, stages, dtype, t[RATIO_TIME])
+        tflops = rate(t, stages, dtype, LONG_N, t[RATIO_TIME])
         stretch.append(tflops >= STRETCH_TFLOPS)
         v.put("r36long", col, "stage", "/".join(stages))
         v.put("r36long", col, "tflops", f"{tflops:.0f}")
@@ -199,7 +169,7 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, corre
         v.put("r36long", col, "mhzhi", f"{r.sm_max_mhz.max():.0f}")
         fstages = fast.loc[(dtype, LONG_N), "stage"].split("/")
         v.put("r36long", col, "faststage", "/".join(fstages))
-        v.put("r36long", col, "tflopsfast", f"{rate(ft, fstages, dtype, ft[RATIO_TIME]):.0f}")
+        v.put("r36long", col, "tflopsfast", f"{rate(ft, fstages, dtype, LONG_N, ft[RATIO_TIME]):.0f}")
     v.macro("RunThirtySixStretch", "reached" if all(stretch) else "not reached")
     long = t[t.N == LONG_N]
     first, last = (long.sample_times.map(lambda s, e=e: third(s, e)) for e in (False, True))
