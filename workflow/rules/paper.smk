@@ -92,6 +92,7 @@ PROBE_GLUON = f"{DATA}/probes/guards-v21"   # compute-sanitizer's runs of the Gl
 PROBE_GATE36 = "data/nvidia-h100-80gb-hbm3/probes/lane-max-gate"   # v36's gate, on an H100 (no H200 was lent): the same against v35
 PROBE_GATE37 = "data/nvidia-h100-80gb-hbm3/probes/q-regs-gate"     # v37's gate, on an H100: the same against v36
 PROBE_STEADY37 = "data/nvidia-h100-80gb-hbm3/probes/q-regs-steady"   # its steady state at the power cap, same GPU
+PROBE_STEADYGOAL = "data/nvidia-h100-80gb-hbm3/probes/steady-goal"    # the same at the goal's lengths, a second H100
 PROBE_RUN37 = "data/nvidia-h100-80gb-hbm3/probes/run-37-unfinished"   # run-37, cut before three sets: a probe
 # RUN36 (figures.smk, which a figure reads too): run-36 on one H100
 GLUON_GRID = PROBE_RUN37   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
@@ -189,6 +190,8 @@ VALUES = {
                   v36_seal=f"{PROBE_GATE36}/SHA256SUMS", v36_ab=f"{PROBE_GATE36}/ab.csv",
                   v37_seal=f"{PROBE_GATE37}/SHA256SUMS", v37_ab=f"{PROBE_GATE37}/ab.csv",
                   v37_steady_seal=f"{PROBE_STEADY37}/SHA256SUMS", v37_steady=f"{PROBE_STEADY37}/steady.csv",
+                  goal_steady_seal=f"{PROBE_STEADYGOAL}/SHA256SUMS",
+                  goal_steady=[f"{PROBE_STEADYGOAL}/{f}.csv" for f in ("steady", "steady-4096", "steady-short")],
                   predictions="data/predictions/stages.csv"),
     "unfinished37": dict(seal_file=f"{PROBE_RUN37}/SHA256SUMS", n_sweep=f"{PROBE_RUN37}/bench-n_sweep/timings.csv",
                          qwen3=f"{PROBE_RUN37}/bench-qwen3/timings.csv",

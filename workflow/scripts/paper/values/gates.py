@@ -22,6 +22,15 @@ beside that stage's verify grid and guard tests. The committed predictions of ea
   \\val{gatesteady}{<N>}{<fp16|bf16>slower}: the rounds in which v37 took longer;
   \\val{gatesteady}{16384}{<fp16|bf16><mhz|mj><36|37>}: each stage's median SM clock (MHz) and energy per call (mJ)
   there; \\GateSteadyRounds: the rounds; \\GateSteadyGpu: its GPU.
+- The same probe on a second H100 at the goal's lengths (probes/steady-goal, at v37's source):
+  \\val{goalsteady}{<N>}{<fp16|bf16>x}, {..xlo}, {..xhi}: v36's time per call over cuDNN's, the median, lowest and
+  highest round (four digits: the goal's bound is met or
+  missed in the fourth); \\GoalSteadyLengths: its lengths; \\GoalSteadyMet / \\GoalSteadyOf: the (N, dtype) points whose median
+  is at most the goal's GOAL_X; \\GoalSteadyStraddle: the points whose rounds lie on both sides of it;
+  \\GoalSteadySlower / \\GoalSteadyRounds: the rounds in which v37 took longer than v36, of all;
+  \\GoalSteadyStepMin, \\GoalSteadyStepMax: the least and most of v37's median change over v36 (percent);
+  \\GoalSteadyWattsMin/Max, \\GoalSteadyMhzMin/Max: the entries' median power and SM clock at 16384 (their range);
+  \\GoalSteadyGpu: its GPU.
 """
 import sys
 from pathlib import Path
@@ -29,6 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline import seal
+from pipeline.selection import GOAL_X
 from pipeline.latex import Values, fixed, signed
 
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}
@@ -90,7 +100,48 @@ def steady(v: Values, seal_file: Path, steady_csv: Path, gate_gpu: str) -> None:
         v.put("gatesteady", "16384", mj, f"{med.loc[(dtype, variant), 'steady_energy_mj']:.0f}")
 
 
-def values(predictions: Path, v37_steady_seal: Path, v37_steady: Path, **probes) -> Values:
+def steady_at_goal(v: Values, seal_file: Path, csvs: list) -> None:
+    """The steady probe at the goal's lengths on a second GPU (probes/steady-goal): v36 over cuDNN per round (its
+    median, lowest and highest round) against the goal's GOAL_X, and v37 over v36; refuses a probe of more than one
+    GPU or without its three entries in every round."""
+    seal.verify(Path(seal_file).parent)
+    t = pd.concat([pd.read_csv(f) for f in csvs], ignore_index=True)
+    if t.uuid.nunique() != 1:
+        raise ValueError(f"{seal_file}: more than one GPU: {sorted(t.uuid.unique())}")
+    wide = t.pivot_table(index=["N", "dtype", "round"], columns="variant", values="steady_call_us")
+    if set(wide.columns) != set(STEADY) or wide.isna().any().any():
+        raise ValueError(f"{csvs}: entries {sorted(wide.columns)} in every round expected: {STEADY}")
+    cudnn, before, stage = STEADY
+    x = wide[before] / wide[cudnn]
+    met, straddle, steps = 0, [], []
+    for (n, dtype), r in x.groupby(level=["N", "dtype"]):
+        d = DTYPES[dtype]
+        v.put("goalsteady", str(n), f"{d}x", fixed(r.median(), 4))
+        v.put("goalsteady", str(n), f"{d}xlo", fixed(r.min(), 4))
+        v.put("goalsteady", str(n), f"{d}xhi", fixed(r.max(), 4))
+        met += bool(r.median() <= GOAL_X)
+        if r.min() <= GOAL_X < r.max():
+            straddle.append(f"{dtype} at $N={n}$")
+    step = ((wide[stage] / wide[before]).groupby(level=["N", "dtype"]).median() - 1) * 100
+    lengths = sorted(set(t.N))
+    v.macro("GoalSteadyGpu", t.uuid.iloc[0][:12])
+    v.macro("GoalSteadyLengths", ", ".join(map(str, lengths[:-1])) + f" and {lengths[-1]}")
+    v.macro("GoalSteadyMet", str(met))
+    v.macro("GoalSteadyOf", str(len(step)))
+    v.macro("GoalSteadyStraddle", " and ".join(straddle) or "no point")
+    v.macro("GoalSteadySlower", str(int((wide[stage] > wide[before]).sum())))
+    v.macro("GoalSteadyRounds", str(len(wide)))
+    v.macro("GoalSteadyStepMin", fixed(step.min(), 1))
+    v.macro("GoalSteadyStepMax", fixed(step.max(), 1))
+    at = t[t.N == max(lengths)].groupby(["dtype", "variant"])[["steady_power_w", "steady_mhz"]].median()
+    v.macro("GoalSteadyWattsMin", f"{at.steady_power_w.min():.0f}")
+    v.macro("GoalSteadyWattsMax", f"{at.steady_power_w.max():.0f}")
+    v.macro("GoalSteadyMhzMin", f"{at.steady_mhz.min():.0f}")
+    v.macro("GoalSteadyMhzMax", f"{at.steady_mhz.max():.0f}")
+
+
+def values(predictions: Path, v37_steady_seal: Path, v37_steady: Path, goal_steady_seal: Path, goal_steady: list,
+           **probes) -> Values:
     v = Values("gates")
     pred = pd.read_csv(predictions)
     rounds = {}                 # stage -> the fewest rounds of any length and dtype of its probe
@@ -118,6 +169,7 @@ def values(predictions: Path, v37_steady_seal: Path, v37_steady: Path, **probes)
     v.macro("GateThirtySixRounds", str(rounds["v36"]))
     v.macro("GateThirtySevenRounds", str(rounds["v37"]))
     steady(v, v37_steady_seal, v37_steady, gpus["v37"])
+    steady_at_goal(v, goal_steady_seal, list(goal_steady))
     return v
 
 
