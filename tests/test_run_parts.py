@@ -77,3 +77,35 @@ def test_a_step_that_is_not_a_runs_is_refused_before_snakemake(tmp_path):
     p = run_part(tmp_path, wheels, A, "1", STEPS="bench-n_sweep profil")
     assert p.returncode == 2 and "STEPS: profil is not a step of a run" in p.stderr
     assert "GPU: nvidia-h200" in p.stdout and not (tmp_path / "out" / "snakemake-part1.log").exists()
+
+
+WHEELS_SCRIPT = ROOT / "workflow" / "scripts" / "tools" / "device_wheels.sh"
+# what the GPU steps import that the lent machine's image lacks: Snakemake (and its greedy scheduler's needs), the
+# bench's and the seal's pandas and YAML, the config schema's jsonschema, Qwen3 end to end's transformers
+NEEDED_ON_THE_GPU_MACHINE = ("snakemake", "pandas", "pyyaml", "jsonschema", "transformers", "tokenizers",
+                             "safetensors", "huggingface-hub")
+
+
+def lock_names() -> set:
+    lines = (ROOT / "requirements" / "lock.txt").read_text().splitlines()
+    return {line.split("==")[0].lower() for line in lines if "==" in line and not line.startswith((" ", "#"))}
+
+
+def skipped_pattern() -> str:
+    line = next(x for x in WHEELS_SCRIPT.read_text().splitlines() if x.startswith("SKIP="))
+    return line.split("=", 1)[1].strip("'")
+
+
+def test_the_device_wheels_skip_only_packages_of_the_lock_and_keep_what_the_gpu_steps_import():
+    """device_wheels.sh leaves out the image's packages and those no GPU step imports, by name: each name it skips
+    is a package of the lock (a renamed or dropped one would be skipped in vain, or a new one downloaded unasked),
+    and none of the packages the measurement imports on the lent machine is among them."""
+    import re
+    pattern = skipped_pattern()
+    names = lock_names()
+    listed = [n for n in pattern.strip("^$()").split("|") if ".*" not in n]
+    assert listed, pattern
+    assert sorted(set(listed) - names) == []
+    assert [n for n in NEEDED_ON_THE_GPU_MACHINE if n not in names] == []
+    assert [n for n in NEEDED_ON_THE_GPU_MACHINE if re.match(pattern, n)] == []
+    assert re.match(pattern, "torch") and re.match(pattern, "nvidia-cudnn-cu13") and re.match(pattern, "pulp")

@@ -21,7 +21,8 @@
 # GPU (optional): the data folder's GPU; by default the slug of the GPU nvidia-smi names here (pipeline.gpu_env's
 # gpu_slug), passed to Snakemake as config gpu, so that a run on a lent machine of another kind is filed as that GPU's.
 #
-# $WHEELS holds the wheels the machine lacks (Snakemake's and the lock's others), installed once into $SITE (/tmp/site).
+# $WHEELS holds the wheels the machine lacks (Snakemake's and the lock's others: workflow/scripts/tools/device_wheels.sh makes
+# them), installed once into $SITE (/tmp/site).
 # GPU_TESTS (optional): pytest files run on the GPU after the part's Snakemake (TRITON_INTERPRET=0, within the
 # command's 600 s: killed at GPU_TESTS_END s after the start, 590 unless set), their logs and the kernels' source
 # hashes written to $OUT/gpu-tests-$RUN/ (a probe folder: README and seal are added where it is committed).
