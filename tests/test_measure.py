@@ -58,7 +58,8 @@ def test_plan_covers_the_sets():
 
 def test_the_goal_plan_times_the_triton_leader_and_the_gluon_stages_and_profiles_only_what_it_times():
     """config/goal.yaml (a run that fits a short lease): the stage sets time v13 and every Gluon stage beside
-    PyTorch's kernels, and no other stage; every profiled entry is timed; the lite plan's other sets are kept."""
+    PyTorch's kernels, and no other stage; every profiled entry is timed; the N sweep takes three repeats; the lite
+    plan's other sets and repeats are kept."""
     from snakemake.utils import update_config
     import yaml
     from kernels.stages import GLUON_STAGES
@@ -77,6 +78,10 @@ def test_the_goal_plan_times_the_triton_leader_and_the_gluon_stages_and_profiles
     for of in (bench_plan.profile_entries, bench_plan.large_n_entries):
         assert of(m) and {e.key for e in of(m)} <= keys
     assert bench_plan.premise_entries(m) == []
+    lite_repeats = yaml.safe_load((ROOT / "config" / "lite.yaml").read_text())["plan"]["repeats"]
+    assert m["repeats"] == {**lite_repeats, "n_sweep": 3}      # the N sweep's third repeat, the lite plan's others
+    sweep = [e for e in entries if "n_sweep" in e.set.split(",")]
+    assert {bench_plan.repeats(e, m) for e in sweep} == {3}
     with pytest.raises(ValueError, match=r"plan.stages: \['v99'\] not stages; name stages"):
         bench_plan.expand({**m, "stages": ["v13", "v99"]})
 
