@@ -2,7 +2,9 @@
 causal) called back to back for at least --seconds, NVML's energy counter read between two of its updates
 (pipeline.steady_energy.measure, as the bench's steady step), in rounds whose order reverses every second round;
 per row the GPU's time per call over the loop (CUDA events around each chunk), the counter's mean power, the median
-SM clock and the energy of one call. A cut run keeps every (N, dtype) it finished. On an H100 the measure's own checks
+SM clock and the energy of one call, and over the NVML readings of its measure the highest temperature (C) and
+every clock event reason any of them gave (NVML's bitmask, ORed: where the clock falls without the power cap's flag,
+probes/steady-goal at 16384, which reason held it). A cut run keeps every (N, dtype) it finished. On an H100 the measure's own checks
 refused the spans at short lengths (probes/steady-goal's README): at N = 2048 chunks of 20 ms ran dry between the
 host's readings and chunks of 100 ms made the readings too slow, --chunk-ms 40 with --seconds 2.5 passed, and at
 1024 those chunks ran dry again.
@@ -66,15 +68,22 @@ for n in a.N:
                     events.append((b, en))
                     return en
 
+                readings = []
+
                 def read():
                     x = gpu.read()
+                    readings.append(x)
                     return {**x, "capped": gpu_state.is_power_capped(x["throttle"])}
                 res = steady_energy.measure(launch, lambda en: en.query(), read, a.seconds)
+                throttle = 0
+                for x in readings:
+                    throttle |= int(x["throttle"])
                 torch.cuda.synchronize()
                 per_call = sum(b.elapsed_time(en) for b, en in events) * 1e3 / (nc * len(events))
                 rows.append(dict(N=n, dtype=dt, round=r, position=pos, variant=name, chunks=len(events),
                                  calls_per_chunk=nc, uuid=gpu.read().get("uuid", ""),
-                                 **steady_energy.row(res, per_call)))
+                                 **steady_energy.row(res, per_call),
+                                 temp_c_max=max(x["temp_c"] for x in readings), throttle_any=hex(throttle)))
                 print(n, dt, r, name, round(per_call, 1), "us", round(res["power_w"], 1), "W",
                       res["sm_mhz"], "MHz", flush=True)
         with open(a.out, "w", newline="") as fh:       # after each (N, dtype): a cut run keeps what it measured
