@@ -24,9 +24,9 @@ beside that stage's verify grid and guard tests. The committed predictions of ea
   there; \\GateSteadyRounds: the rounds; \\GateSteadyGpu: its GPU.
 - The same probe on a second H100 at the goal's lengths (probes/steady-goal, at v37's source):
   \\val{goalsteady}{<N>}{<fp16|bf16>x}, {..xlo}, {..xhi}: v36's time per call over cuDNN's, the median, lowest and
-  highest round (four digits: the goal's bound is met or
-  missed in the fourth); \\GoalSteadyLengths: its lengths; \\GoalSteadyMet / \\GoalSteadyOf: the (N, dtype) points whose median
-  is at most the goal's GOAL_X; \\GoalSteadyStraddle: the points whose rounds lie on both sides of it;
+  highest round (four digits: the goal's bound is met or missed in the fourth); \\GoalSteadyLengths: its lengths;
+  \\GoalSteadyMet / \\GoalSteadyOf: the (N, dtype) points whose median is at most the goal's GOAL_X;
+  \\GoalSteadyStraddle: the points whose rounds lie on both sides of it;
   \\GoalSteadySlower / \\GoalSteadyRounds: the rounds in which v37 took longer than v36, of all;
   \\GoalSteadyStepMin, \\GoalSteadyStepMax: the least and most of v37's median change over v36 (percent);
   \\GoalSteadyWattsMin/Max, \\GoalSteadyMhzMin/Max: the entries' median power and SM clock at 16384 (their range);
@@ -114,9 +114,9 @@ def steady_at_goal(v: Values, seal_file: Path, csvs: list) -> None:
     if set(wide.columns) != set(STEADY) or wide.isna().any().any():
         raise ValueError(f"{csvs}: entries {sorted(wide.columns)} in every round expected: {STEADY}")
     cudnn, before, stage = STEADY
-    x = wide[before] / wide[cudnn]
+    ratio = wide[before] / wide[cudnn]
     met, straddle = 0, {}
-    for (n, dtype), r in x.groupby(level=["N", "dtype"]):
+    for (n, dtype), r in ratio.groupby(level=["N", "dtype"]):
         x, xlo, xhi = GOAL_STEADY_COLUMNS[dtype]
         v.put("goalsteady", str(n), x, fixed(r.median(), 4))
         v.put("goalsteady", str(n), xlo, fixed(r.min(), 4))
