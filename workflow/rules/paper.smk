@@ -95,6 +95,7 @@ PROBE_STEADY37 = "data/nvidia-h100-80gb-hbm3/probes/q-regs-steady"   # its stead
 PROBE_STEADYGOAL = "data/nvidia-h100-80gb-hbm3/probes/steady-goal"    # the same at the goal's lengths, a second H100
 PROBE_RUN37 = "data/nvidia-h100-80gb-hbm3/probes/run-37-unfinished"   # run-37, cut before three sets: a probe
 # RUN36 (figures.smk, which a figure reads too): run-36 on one H100
+RUN37 = "data/nvidia-h100-80gb-hbm3/run-37"   # run-37: the goal's plan (config/goal.yaml) on one H100 in one lease
 GLUON_GRID = PROBE_RUN37   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
@@ -183,6 +184,12 @@ VALUES = {
                   qwen3=f"{RUN36}/bench-qwen3/timings.csv", ncu_large_n=f"{RUN36}/profile/ncu_large_n.csv",
                   correctness=f"{RUN36}/verify/correctness.csv", verify_env=f"{RUN36}/verify/env.json",
                   predictions="data/predictions/stages.csv"),
+    "run37": dict(seal_file=f"{RUN37}/SHA256SUMS", n_sweep=f"{RUN37}/bench-n_sweep/timings.csv",
+                  qwen3=f"{RUN37}/bench-qwen3/timings.csv", headline=f"{RUN37}/bench-headline/timings.csv",
+                  ncu_large_n=f"{RUN37}/profile/ncu_large_n.csv", correctness=f"{RUN37}/verify/correctness.csv",
+                  verify_env=f"{RUN37}/verify/env.json", plan_file=f"{RUN37}/plan.yaml",
+                  predictions="data/predictions/stages.csv",
+                  crosscheck=f"results/gpus/{Path(RUN37).parent.name}/aggregate/crosscheck.csv"),   # gpus.smk's
     "order": dict(seal_file=f"{PROBE_ORDER}/SHA256SUMS", order=f"{PROBE_ORDER}/order.csv",
                   kernels=f"{PROBE_ORDER}/kernel_sha256.txt", fixed_kernels=f"{PROBE_RAREFIX}/kernel_sha256.txt"),
     "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",
@@ -244,7 +251,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
           "run31": RUN31, "run35": RUN35, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER,
-          "run36": RUN36, "unfinished37": PROBE_RUN37}
+          "run36": RUN36, "unfinished37": PROBE_RUN37, "run37": RUN37}
 
 
 rule values:
