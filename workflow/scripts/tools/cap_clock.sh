@@ -8,7 +8,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
 T=workflow/scripts/tools
 t0=$(date +%s); left() { echo $(( ${END:-200} - ($(date +%s) - t0) )); }
 P=$OUT/cap-clock; rm -rf "$P"; mkdir -p "$P"
-echo "${PROJECT_COMMIT:?set PROJECT_COMMIT to the tree's commit}" > "$P/commit.txt"
+echo "${PROJECT_COMMIT:?set PROJECT_COMMIT to the commit of the tree}" > "$P/commit.txt"
 sha256sum kernels/*.py > "$P/kernel_sha256.txt"
 nvidia-smi --query-gpu=name,uuid,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$P/nvidia-smi.csv"
 for dt in float16 bfloat16; do
