@@ -39,6 +39,15 @@ def ncu_launches(path: Path) -> pd.DataFrame:
     return wide
 
 
+def reason_names(bits: int) -> str:
+    """NVML's clock event reasons in a bitmask, by name; a bit the text has no name for is refused."""
+    unknown = bits & ~sum(REASONS)
+    if unknown:
+        raise ValueError(f"clock event reason bits {unknown:#x} that the text has no name for (NVML's "
+                         f"nvmlClocksEventReason*): name them in REASONS")
+    return ", ".join(name for bit, name in REASONS.items() if bits & bit) or "none"
+
+
 def values(seal_file: Path, ncu: list, steady: Path) -> Values:
     folder = Path(seal_file).parent
     seal.verify(folder)
@@ -65,10 +74,7 @@ def values(seal_file: Path, ncu: list, steady: Path) -> Values:
     bits = 0
     for x in s.throttle_any:
         bits |= int(str(x), 16)
-    unknown = bits & ~sum(REASONS)
-    if unknown:
-        raise ValueError(f"{steady}: clock event reason bits {unknown:#x} that the text has no name for")
-    v.macro("CapClockReasons", ", ".join(name for bit, name in REASONS.items() if bits & bit))
+    v.macro("CapClockReasons", reason_names(bits))
     m = s.groupby(["dtype", "variant"])[["steady_call_us", "steady_energy_mj", "steady_mhz", "steady_power_w"]].median()
     for dtype, col in SHORT.items():
         a, b = m.loc[(dtype, "v36")], m.loc[(dtype, "torch-cudnn")]
