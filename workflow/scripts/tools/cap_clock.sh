@@ -10,6 +10,7 @@ t0=$(date +%s); left() { echo $(( ${END:-200} - ($(date +%s) - t0) )); }
 P=$OUT/cap-clock; rm -rf "$P"; mkdir -p "$P"
 echo "${PROJECT_COMMIT:?set PROJECT_COMMIT to the commit of the tree}" > "$P/commit.txt"
 sha256sum kernels/*.py > "$P/kernel_sha256.txt"
+python3 -c "import json, pipeline.gpu_env as g; json.dump(g.collect(), open('$P/env.json', 'w'), indent=1, default=str)"
 nvidia-smi --query-gpu=name,uuid,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$P/nvidia-smi.csv"
 for dt in float16 bfloat16; do
   for e in torch-cudnn v36; do
