@@ -93,6 +93,7 @@ PROBE_GATE36 = "data/nvidia-h100-80gb-hbm3/probes/lane-max-gate"   # v36's gate,
 PROBE_GATE37 = "data/nvidia-h100-80gb-hbm3/probes/q-regs-gate"     # v37's gate, on an H100: the same against v36
 PROBE_STEADY37 = "data/nvidia-h100-80gb-hbm3/probes/q-regs-steady"   # its steady state at the power cap, same GPU
 PROBE_CAPCLOCK = "data/nvidia-h100-80gb-hbm3/probes/cap-clock"   # v36's and cuDNN's cycles and clock at 16384
+PROBE_STALL = "data/nvidia-h100-80gb-hbm3/probes/stall-source"   # Nsight's warp samples per SASS instruction
 PROBE_STEADYGOAL = "data/nvidia-h100-80gb-hbm3/probes/steady-goal"    # the same at the goal's lengths, a second H100
 PROBE_RUN37 = "data/nvidia-h100-80gb-hbm3/probes/run-37-unfinished"   # run-37, cut before three sets: a probe
 # RUN36 (figures.smk, which a figure reads too): run-36 on one H100
@@ -194,6 +195,10 @@ VALUES = {
     "capclock": dict(seal_file=f"{PROBE_CAPCLOCK}/SHA256SUMS", steady=f"{PROBE_CAPCLOCK}/steady.csv",
                      ncu=[f"{PROBE_CAPCLOCK}/ncu-{e}-{d}.csv" for e in ("v36", "torch-cudnn")
                           for d in ("float16", "bfloat16")]),
+    "stallsource": dict(seal_file=f"{PROBE_STALL}/SHA256SUMS", env=f"{PROBE_STALL}/env.json",
+                        sources=[f"{PROBE_STALL}/{e}-float16-{n}.csv.gz" for e, n in
+                                 (("v36", 16384), ("v37", 16384), ("torch-cudnn", 16384), ("v36", 4096),
+                                  ("torch-cudnn", 4096))]),
     "order": dict(seal_file=f"{PROBE_ORDER}/SHA256SUMS", order=f"{PROBE_ORDER}/order.csv",
                   kernels=f"{PROBE_ORDER}/kernel_sha256.txt", fixed_kernels=f"{PROBE_RAREFIX}/kernel_sha256.txt"),
     "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",
@@ -255,7 +260,8 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
           "run31": RUN31, "run35": RUN35, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER,
-          "run36": RUN36, "unfinished37": PROBE_RUN37, "run37": RUN37, "capclock": PROBE_CAPCLOCK}
+          "run36": RUN36, "unfinished37": PROBE_RUN37, "run37": RUN37, "capclock": PROBE_CAPCLOCK,
+          "stallsource": PROBE_STALL}
 
 
 rule values:
