@@ -78,6 +78,7 @@ def compile_gluon(switches: frozenset, arch: int, tile: Tile, shape: Shape):
                                      lane_sums="lane_sums" in switches,
                                      lane_max="lane_max" in switches,
                                      q_regs="q_registers" in switches,
+                                     early_exp="early_exponent" in switches,
                                      snake_sms=SNAKE_BUILD_SMS if snake else 0)
     except Exception as err:  # a tile or shape the kernel does not take, or a refusal of Gluon's compiler
         raise TileNotSupportedError(f"{label}: Gluon cannot build this variant at tile {tile.label()}: "

@@ -431,6 +431,10 @@ FUSED_LIMIT = gl.constexpr(4096.0)
 # but the asm's branch: neither a merged vote, the exponentials inside the asm, two branches instead of one, nor the
 # first block's exponent left exact removed it.
 FUSED_STACK_BYTES = 24
+# EARLY_EXP (stage v38): the scores kept beside the early probabilities until the step's vote (64 more live registers
+# per consumer thread in the KV loops) leave ptxas a few more of those scalars to store once before the loops and load
+# after them: at most this many bytes of stack (32 at D = 128 in the sm_90 build), still none inside a KV loop.
+EARLY_STACK_BYTES = 40
 _FUSED_LIMIT = _f32_literal(FUSED_LIMIT.value)
 # _warp_small's vote over both of a thread's rows ($2, $3: m x qk_scale): 1.0 where every row of the warp is below
 # FUSED_LIMIT in magnitude (a NaN is not), the same for both
@@ -512,6 +516,44 @@ def _lane_exponent_code(n):
 def _lane_exponent_constraints(n):
     """LANE_MAX: ``_lane_exponent_code``'s constraints: ``_exponent_constraints``' and the n growth votes."""
     return ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (5 * n))
+
+
+@gluon.constexpr_function
+def _early_exponent_code(n):
+    """EARLY_EXP: ``_exponent_code``'s exponents of a thread's n scores against the maxima before the step, into n
+    outputs of their own ($0..$n-1; the scores $n.., kept for a step that rescales, then the maxima, -m x qk_scale,
+    qk_scale and the fused exponent's decision): the same fma, or sub then mul, as ``_exponent_bodies``."""
+    fused = "".join(f"fma.rn.f32 ${i}, ${n + i}, ${4 * n + i}, ${3 * n + i}; " for i in range(n))
+    exact = "".join(f"sub.rn.f32 ${i}, ${n + i}, ${2 * n + i}; mul.rn.f32 ${i}, ${i}, ${4 * n + i}; "
+                    for i in range(n))
+    return ("{ .reg .pred p; setp.ne.f32 p, $" + str(5 * n) + ", 0f00000000; @!p bra.uni EXACT${:uid}; " + fused
+            + "bra.uni DONE${:uid}; EXACT${:uid}: " + exact + "DONE${:uid}: }")
+
+
+@gluon.constexpr_function
+def _early_exponent_constraints(n):
+    """EARLY_EXP: ``_early_exponent_code``'s constraints: n outputs, then the scores, maxima, negated scaled maxima,
+    scales and decisions, n each."""
+    return ",".join(["=r"] * n + ["r"] * (5 * n))
+
+
+@gluon.constexpr_function
+def _redo_code(n):
+    """EARLY_EXP: where the warp's growth vote ($5n) is not 0 (a step that rescales, whose maxima are new), a
+    thread's n probabilities again ($0..$n-1, tied to the early ones $n..): the exact exponent of each score ($2n..)
+    against the new maxima ($3n..), times qk_scale ($4n..), and its exp2 by the instruction gl.exp2 compiles to
+    (ex2.approx.ftz.f32), so that the step's probabilities are ``_lane_exponent``'s; else the early ones unchanged."""
+    body = "".join(f"sub.rn.f32 ${i}, ${2 * n + i}, ${3 * n + i}; mul.rn.f32 ${i}, ${i}, ${4 * n + i}; "
+                   f"ex2.approx.ftz.f32 ${i}, ${i}; " for i in range(n))
+    return ("{ .reg .pred g; setp.ne.f32 g, $" + str(5 * n) + ", 0f00000000; @!g bra.uni SKIP${:uid}; " + body
+            + "SKIP${:uid}: }")
+
+
+@gluon.constexpr_function
+def _redo_constraints(n):
+    """EARLY_EXP: ``_redo_code``'s constraints: n outputs tied to the early probabilities, then the scores, new
+    maxima, scales and growth votes, n each."""
+    return ",".join(["=r"] * n + [str(i) for i in range(n)] + ["r"] * (4 * n))
 
 
 # TWO_CONSUMERS (stage v21): the tiles it takes, (block_m, block_n, num_stages): a 128-row Q tile, 64 rows per
@@ -793,7 +835,8 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
                      BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr,
                      RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
                      SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                     LANE_MAX: gl.constexpr = False, FIRST: gl.constexpr = False):
+                     LANE_MAX: gl.constexpr = False, FIRST: gl.constexpr = False,
+                     EARLY_EXP: gl.constexpr = False):
     """SOFTMAX_OVERLAP: the online softmax of key block j's scores s (masked as ``_attn_step`` masks them): the
     probabilities p, the factor alpha by which the output so far is to be rescaled, the new l_i and m_i, and
     whether acc is to be rescaled (1, a scalar; always without RARE_RESCALE).
@@ -834,7 +877,23 @@ def _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED: gl.constexpr, 
         else:
             last = gl.full([BLOCK_M], N - 1, gl.int32, gl.SliceLayout(1, s_layout)) - start_n
         s = gl.where(cols[None, :] <= last[:, None], s, float("-inf"))
-    if LANE_MAX:
+    if LANE_MAX and EARLY_EXP and not FIRST:
+        # the probabilities from the maxima before the step first (``_early_exponent``), which are the step's where
+        # it does not rescale, beside (not after) the in-thread FMNMX of the step's maxima and the warp's vote on
+        # them; where the vote says the warp rescales, the probabilities again from the new maxima (``_redo_exponent``)
+        s4 = _lane_view(s)
+        neg = m_i * -qk_scale
+        p4 = gl.exp2(_early_exponent(s4, m_i, neg, _warp_small(neg), qk_scale))
+        pm = gl.maximum(m_i, gl.max(gl.max(s4, 3), 1))
+        warp = _warp_grew(_exponent(pm, m_i, qk_scale))
+        m_new = _quad_max(m_i, pm, warp)
+        p4 = _redo_exponent(p4, s4, m_new, qk_scale, warp)
+        alpha = gl.where(warp != 0, gl.exp2(_exponent(m_i, m_new, qk_scale)), 1.0)
+        l_i = l_i * alpha + gl.sum(gl.sum(p4, 3), 1)
+        p = gl.convert_layout(gl.reshape(p4, [BLOCK_M, BLOCK_N]), s_layout, assert_trivial=True)
+        m_i = m_new
+        rescale = warp
+    elif LANE_MAX:
         # each thread's maxima of its rows' entries (in-thread FMNMX), the warp's vote on them, and the maxima across
         # a row's four lanes (two shuffles) only where the vote says some row grew (``_quad_max``)
         pm = gl.maximum(m_i, gl.max(gl.max(_lane_view(s), 3), 1))
@@ -964,6 +1023,30 @@ def _lane_exponent(s, m, neg, small, warp, qk_scale):
 
 
 @gluon.jit
+def _early_exponent(s4, m, neg, small, qk_scale):
+    """EARLY_EXP: the exponents of a ``_lane_view`` of scores against their rows' maxima before the step (m, per
+    lane), by the fused exponent's vote on those maxima (small) and its addend (neg): what ``_lane_exponent`` gives
+    in a step that does not rescale, taken without the step's maxima or its growth vote, and into registers of
+    their own, so that the scores stay for ``_redo_exponent``."""
+    n: gl.constexpr = s4.shape[0] * s4.shape[1] * s4.shape[2] * s4.shape[3] // 128    # a thread's: 64 rows, 128 threads
+    return gl.inline_asm_elementwise(_early_exponent_code(n), _early_exponent_constraints(n),
+                                     [s4, _lane_broadcast(m, s4), _lane_broadcast(neg, s4), qk_scale,
+                                      _lane_broadcast(small, s4)],
+                                     dtype=gl.float32, is_pure=True, pack=n)
+
+
+@gluon.jit
+def _redo_exponent(p4, s4, m, qk_scale, warp):
+    """EARLY_EXP: the probabilities p4 of the scores s4 (``_lane_view``s), taken again from the new maxima m where
+    the warp's growth vote (warp) says the step rescales (``_redo_code``: a branch uniform in the warp), else
+    p4 itself."""
+    n: gl.constexpr = s4.shape[0] * s4.shape[1] * s4.shape[2] * s4.shape[3] // 128    # a thread's: 64 rows, 128 threads
+    return gl.inline_asm_elementwise(_redo_code(n), _redo_constraints(n),
+                                     [p4, s4, _lane_broadcast(m, s4), qk_scale, _lane_broadcast(warp, s4)],
+                                     dtype=gl.float32, is_pure=True, pack=n)
+
+
+@gluon.jit
 def _row_sums(l_i, LANE_SUMS: gl.constexpr):
     """The row sums: l_i itself, or with LANE_SUMS the sum of its lanes' partial sums (``_lane_sums``), in the
     layout of a row's entries of the scores."""
@@ -1061,7 +1144,7 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
                   base=0, rbase=0, PAIRED_CVT: gl.constexpr = False, RARE_RESCALE: gl.constexpr = False,
                   FUSED_EXPONENT: gl.constexpr = False,
                   SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                  LANE_MAX: gl.constexpr = False):
+                  LANE_MAX: gl.constexpr = False, EARLY_EXP: gl.constexpr = False):
     """SOFTMAX_OVERLAP, step j >= 1: FlashAttention-3's intra-warpgroup overlap. acc comes in complete (block j - 2's
     product waited for), p_op and alpha are block j - 1's probabilities and rescale factor. The step issues q k^T of
     block j, rescales acc by alpha and issues block j - 1's P V product after it; it waits for the scores alone
@@ -1105,7 +1188,7 @@ def _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k
     mbarrier.arrive(k_empty.index(slot))
     p, alpha, l_i, m_i, rescale = _overlap_softmax(s, m_i, l_i, offs_m, j, N, qk_scale, MASKED, IS_CAUSAL, BLOCK_M,
                                                    BLOCK_N, s_layout, RARE_RESCALE, FUSED_EXPONENT,
-                                                   SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX)
+                                                   SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, False, EARLY_EXP)
     if not PAIRED_CVT:
         p_op = _operand(p, dtype, p_layout)
     # The row sums into a scratch buffer of shared memory that nothing reads: a store that needs every exponential
@@ -1131,7 +1214,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
               q_phase=0, q_empty=None, o_smem=None, PAIRED_CVT: gl.constexpr = False,
               RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
               SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False, LANE_MAX: gl.constexpr = False,
-              Q_REGS: gl.constexpr = False):
+              Q_REGS: gl.constexpr = False, EARLY_EXP: gl.constexpr = False):
     """The warpgroup's work after the first loads: the online softmax over key blocks [0, n_total) (unmasked, then
     masked), the division by l_i and O's TMA store. Inlined into the kernel without PRODUCER_WARP; with it, the
     default partition of the warp-specialized region; with TWO_CONSUMERS, each of the two consumer partitions (the
@@ -1187,7 +1270,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
                                                        RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS,
-                                                       LANE_MAX)
+                                                       LANE_MAX, EARLY_EXP)
         for j in range(gl.maximum(n_free, 1), n_total):
             acc, p_op, alpha, rescale, l_i, m_i = _overlap_step(acc, p_op, alpha, rescale, l_i, m_i, q_tile, k_smem, v_smem, k_bars,
                                                        v_bars, k_empty, v_empty, l_buf, j, offs_m, N, qk_scale, dtype,
@@ -1195,7 +1278,7 @@ def _consumer(q_smem, q_bar, k_desc, v_desc, o_desc, k_smem, v_smem, k_bars, v_b
                                                        s_layout, o_layout, p_layout, PINGPONG, my_turn, next_turn,
                                                        TURN_FLIP, base, rbase, PAIRED_CVT,
                                                        RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS,
-                                                       LANE_MAX)
+                                                       LANE_MAX, EARLY_EXP)
         if PERSISTENT:
             mbarrier.arrive(q_empty)        # every q k^T product of the tile has been waited for
         last = base + n_total - 1           # the ring's block of the last key block
@@ -1560,7 +1643,7 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                          RARE_RESCALE: gl.constexpr = False, FUSED_EXPONENT: gl.constexpr = False,
                          SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
                          LANE_MAX: gl.constexpr = False,
-                         Q_REGS: gl.constexpr = False):
+                         Q_REGS: gl.constexpr = False, EARLY_EXP: gl.constexpr = False):
     """PERSISTENT: consumer C over the program's tiles, the producer's sequence (``_tile_of``): each tile is
     ``_consumer`` of its 64-row query block 2 start_m + C with the tile's loop bounds (both consumers have the
     program tile's, as with SPLIT_CONSUMERS' 128-row K/V blocks: see ``_consumer_pair``), its block 0 at ring
@@ -1601,7 +1684,8 @@ def _persistent_consumer(q_smem, q_bar, q_empty, o_smem, k_desc, v_desc, o_desc,
                   n_total, off_b, off_h, off_h // GROUP, m_c, N, qk_scale, IS_CAUSAL, CONSUMER_M, BLOCK_N,
                   HEAD_DIM, NUM_STAGES, True, True, s_layout, o_layout, p_layout, row_layout, True, l_buf,
                   PINGPONG, my_turn, next_turn, TURN_FLIP, True, base, base + i, i & 1, q_empty, o_smem,
-                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS)
+                  PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT, SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS,
+                  EARLY_EXP)
         if FOLD and C == 1:
             # the tile's key blocks are consumer 0's, whose rows see at least as many: consumer 1 drains those its
             # rows do not see (consumer 1 and not 0, whose one more live register through the steps spilled)
@@ -1625,7 +1709,8 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                     RARE_RESCALE: gl.constexpr = False, SNAKE_SMS: gl.constexpr = 0,
                     FUSED_EXPONENT: gl.constexpr = False,
                     SHORT_REDUCTIONS: gl.constexpr = False, LANE_SUMS: gl.constexpr = False,
-                    LANE_MAX: gl.constexpr = False, Q_REGS: gl.constexpr = False):
+                    LANE_MAX: gl.constexpr = False, Q_REGS: gl.constexpr = False,
+                    EARLY_EXP: gl.constexpr = False):
     """O = softmax(Q K^T * scale [+ causal mask]) V for one (batch*head, query block) per program.
 
     q_desc, o_desc: TMA descriptors of the (B, H, N, HEAD_DIM) tensors, block [1, 1, BLOCK_M, HEAD_DIM]; k_desc,
@@ -1674,6 +1759,7 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
     gl.static_assert(FUSED_EXPONENT or not LANE_SUMS, "LANE_SUMS is built on FUSED_EXPONENT")
     gl.static_assert(LANE_SUMS or not LANE_MAX, "LANE_MAX is built on LANE_SUMS")
     gl.static_assert(LANE_MAX or not Q_REGS, "Q_REGS is built on LANE_MAX")
+    gl.static_assert(LANE_MAX or not EARLY_EXP, "EARLY_EXP is built on LANE_MAX")
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(PERSISTENT or LEAN_BARRIERS == "", "LEAN_BARRIERS is built on PERSISTENT")
     if LEAN_BARRIERS != "":
@@ -1813,13 +1899,13 @@ def _gluon_attn_fwd(q_desc, k_desc, v_desc, o_desc, qk_scale, H, GROUP, N,
                                     0, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(0), turns.index(1), 1,
                                     SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT,
-                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS)),
+                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS, EARLY_EXP)),
             (_persistent_consumer, (q_smem.index(1), q_bar, q_empty, o_smem.index(1), k_desc, v_desc, o_desc, k_smem,
                                     v_smem, k_bars, v_bars, k_empty, v_empty, l_smem.index(1), H, GROUP, N, qk_scale,
                                     1, IS_CAUSAL, BLOCK_M, CONSUMER_M, BLOCK_N, HEAD_DIM, NUM_STAGES, s_layout,
                                     o_layout, p_layout, row_layout, PINGPONG, turns.index(1), turns.index(0), 0,
                                     SECTIONS, FOLD, PAIRED_CVT, RARE_RESCALE, FUSED_EXPONENT,
-                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS)),
+                                    SHORT_REDUCTIONS, LANE_SUMS, LANE_MAX, Q_REGS, EARLY_EXP)),
             (_persistent_producer, (q_desc, k_desc, v_desc, q_smem, q_bar, q_empty, k_smem, v_smem, k_bars, v_bars,
                                     k_empty, v_empty, H, GROUP, N, IS_CAUSAL, BLOCK_M, BLOCK_N, CONSUMER_M,
                                     NUM_STAGES, SECTIONS, FOLD)),
@@ -1967,7 +2053,7 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
                 fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False,
-                lane_max: bool = False, q_regs: bool = False) -> dict:
+                lane_max: bool = False, q_regs: bool = False, early_exp: bool = False) -> dict:
     """Every parameter of `_gluon_attn_fwd` by name, for a call on these tensors (what a launch passes, with the
     options of ``launch_options(block_m, block_n, D, producer_warp, two_consumers)``). two_consumers needs
     producer_warp (the kernel's TWO_CONSUMERS is built on PRODUCER_WARP)."""
@@ -2012,6 +2098,9 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
     if lane_max and not lane_sums:
         raise ValueError("lane_max (the Gluon kernel's LANE_MAX) needs lane_sums: it keeps that kernel's row maxima "
                          "per lane, as that kernel keeps its row sums")
+    if early_exp and not lane_max:
+        raise ValueError("early_exp (the Gluon kernel's EARLY_EXP) needs lane_max: it reorders that kernel's softmax "
+                         "in the persistent consumers")
     if q_regs and not lane_max:
         raise ValueError("q_regs (the Gluon kernel's Q_REGS) needs lane_max: it changes the q k^T products of that "
                          "kernel's persistent consumers")
@@ -2035,7 +2124,8 @@ def kernel_args(q, k, v, out, causal: bool, block_m: int, block_n: int, num_stag
                 SECTIONS=bool(sections), FOLD=bool(fold), LEAN_BARRIERS=LEAN_MARK if lean_barriers else "",
                 PAIRED_CVT=bool(paired_cvt), RARE_RESCALE=bool(rare_rescale), SNAKE_SMS=int(snake_sms),
                 FUSED_EXPONENT=bool(fused_exponent), SHORT_REDUCTIONS=bool(short_reductions),
-                LANE_SUMS=bool(lane_sums), LANE_MAX=bool(lane_max), Q_REGS=bool(q_regs))
+                LANE_SUMS=bool(lane_sums), LANE_MAX=bool(lane_max), Q_REGS=bool(q_regs),
+                EARLY_EXP=bool(early_exp))
 
 
 def tile_registers(block_m: int, block_n: int, head_dim: int) -> int:
@@ -2142,7 +2232,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                 sections: bool = False, fold: bool = False, lean_barriers: bool = False,
                 paired_cvt: bool = False, rare_rescale: bool = False, snake_sms: int = 0,
                 fused_exponent: bool = False, short_reductions: bool = False, lane_sums: bool = False,
-                lane_max: bool = False, q_regs: bool = False):
+                lane_max: bool = False, q_regs: bool = False, early_exp: bool = False):
     """Compile `_gluon_attn_fwd` for sm_<arch> without a GPU, as the JIT would for q of shape (B, H, N, D) and k, v
     of (B, H_kv, N, D); shape is (B, H, H_kv, N, D) or a kernels.shapes.Shape, dtype a torch dtype or its name;
     producer_warp: the PRODUCER_WARP kernel, with its launch options; two_consumers (with producer_warp): the
@@ -2171,7 +2261,7 @@ def compile_for(arch: int, shape, dtype="float16", causal: bool = True, block_m:
                          persistent=persistent, sections=sections, fold=fold, lean_barriers=lean_barriers,
                          paired_cvt=paired_cvt, rare_rescale=rare_rescale, snake_sms=snake_sms,
                          fused_exponent=fused_exponent, short_reductions=short_reductions, lane_sums=lane_sums,
-                         lane_max=lane_max, q_regs=q_regs)
+                         lane_max=lane_max, q_regs=q_regs, early_exp=early_exp)
     signature, constexprs, attrs = specialize(kwargs)
     return triton.compile(GluonASTSource(_gluon_attn_fwd, signature, constexprs, attrs),
                           target=GPUTarget("cuda", arch, 32),
@@ -2238,7 +2328,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
             sections: bool = False, fold: bool = False, lean_barriers: bool = False,
             paired_cvt: bool = False, rare_rescale: bool = False, fused_exponent: bool = False,
             short_reductions: bool = False, lane_sums: bool = False, lane_max: bool = False,
-            q_regs: bool = False):
+            q_regs: bool = False, early_exp: bool = False):
     """softmax(q k^T * sm_scale [+ causal mask]) v by `_gluon_attn_fwd` on the GPU, for a first check of the kernel
     (the project's launcher does the input checks; this one checks only what the kernel supports). q: (B, H, N, D),
     k and v: (B, H_kv, N, D), CUDA tensors of one 16-bit dtype with stride(-1) = 1, 16-byte aligned, the other
@@ -2247,7 +2337,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
     like q unless given)."""
     import torch
     B, H, N, D = q.shape
-    lane_max = lane_max or q_regs
+    lane_max = lane_max or q_regs or early_exp
     lane_sums = lane_sums or lane_max
     fused_exponent = fused_exponent or short_reductions or lane_sums
     rare_rescale = rare_rescale or fused_exponent
@@ -2272,7 +2362,7 @@ def forward(q, k, v, *, causal: bool = True, sm_scale: float | None = None, bloc
                        softmax_overlap, register_realloc, split_consumers, pingpong, persistent, sections, fold,
                        lean_barriers, paired_cvt, rare_rescale, fused_exponent=fused_exponent,
                        short_reductions=short_reductions, lane_sums=lane_sums, lane_max=lane_max,
-                       q_regs=q_regs)
+                       q_regs=q_regs, early_exp=early_exp)
     n_sms = torch.cuda.get_device_properties(q.device).multi_processor_count if persistent else None
     _gluon_attn_fwd[grid(B, H, N, block_m, persistent, n_sms)](**args, **opts)
     return out

@@ -254,6 +254,7 @@ def _plan_gluon(label, switches, t, q, k, v, out, causal, sm_scale) -> Launch:
                                    lane_sums="lane_sums" in switches,
                                    lane_max="lane_max" in switches,
                                    q_regs="q_registers" in switches,
+                                   early_exp="early_exponent" in switches,
                                    snake_sms=_sm_count(q.device) if snake else 0)
     return Launch(label, switches, t, grid, kwargs)
 

@@ -299,6 +299,15 @@ GLUON: Mapping[str, Switch] = {
                "memory in every step: 16 KB fewer shared-memory reads per consumer and step of the 80 KB that its two "
                "products read at a 64x128 block",
                "Q_REGS", requires=("lane_max",)),
+        Switch("early_exponent", "v38",
+               "in the persistent kernel's consumers (v32 above N = 512), each step's probabilities taken first from "
+               "the rows' maxima before the step, which are the step's wherever the step does not rescale (v31's "
+               "rare rescaling), beside the in-thread FMNMX of the step's maxima and the warp's vote on them, where "
+               "v36's exponents wait for that vote; a step whose vote says it rescales takes its probabilities "
+               "again from the new maxima behind a branch uniform in the warp (the same values as v36's), so that "
+               "the maxima leave the path from a step's scores to its next products; q_registers off (v37 was "
+               "slower)",
+               "EARLY_EXP", replaces=("q_registers",), requires=("lane_max",)),
     )
 }
 ALL_SWITCHES: Mapping[str, Switch] = {**SWITCHES, **BEYOND, **GLUON, **EXTENSIONS}

@@ -129,6 +129,9 @@ LANE_CONFIGS = {"lane-" + name.removeprefix("fused-"): c for name, c in FUSED_CO
 MAX_CONFIGS = {"max-" + name.removeprefix("lane-"): c for name, c in LANE_CONFIGS.items()}
 # The kernel with Q_REGS (stage v37, on LANE_MAX): v36's configurations with the q k^T products' Q from registers.
 QREG_CONFIGS = {"qreg-" + name.removeprefix("max-"): c for name, c in MAX_CONFIGS.items()}
+# The kernel with EARLY_EXP (stage v38, on LANE_MAX, without Q_REGS): v36's configurations with the probabilities taken
+# from the maxima before the step, beside the step's maxima.
+EARLY_CONFIGS = {"early-" + name.removeprefix("max-"): c for name, c in MAX_CONFIGS.items()}
 # The kernel with SNAKE_SMS (stage v32's small_n_tile, on v19's kernel): v19's configurations of 64-row tiles with
 # its programs dealt in a snake over 132 SMs (name -> the configuration above that compiles the same without it).
 SNAKE_CONFIGS = {"snake-" + name: name for name in ("64x64s3", "64x64s3-bf16-noncausal-D64", "64x64s3-ragged",
@@ -167,7 +170,8 @@ _COMPILE = textwrap.dedent("""
                             short_reductions=bool(later[11:] and later[11]),
                             lane_sums=bool(later[12:] and later[12]),
                             lane_max=bool(later[13:] and later[13]),
-                            q_regs=bool(later[14:] and later[14]))
+                            q_regs=bool(later[14:] and later[14]),
+                            early_exp=bool(later[15:] and later[15]))
         d = out / name.replace(":", "_")
         d.mkdir(parents=True)
         (d / "kernel.cubin").write_bytes(k.asm["cubin"])
@@ -246,6 +250,8 @@ def built(tmp_path_factory):
                          False, True, True] for name, c in MAX_CONFIGS.items()},
                **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
                          False, True, True, True] for name, c in QREG_CONFIGS.items()},
+               **{name: [*c[:6], True, True, True, "", True, True, True, True, True, True, True, True, True, 0, True,
+                         False, True, True, False, True] for name, c in EARLY_CONFIGS.items()},
                **{name: [*CONFIGS[plain], False, False, False, "", False, False, False, False, False, False, False,
                          False, False, SNAKE_SMS] for name, plain in SNAKE_CONFIGS.items()}}
     source = verified_source(out / "sources")
@@ -1782,6 +1788,68 @@ def test_q_registers_take_every_products_a_operand_from_registers(built, name):
         assert len(forms) == len(v36_forms) > 0
         assert set(forms) == {"RS"} and "SS" in v36_forms, (forms, v36_forms)
         assert_overlapped_step(texts, name, shape[4], bn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# EARLY_EXP (stage v38): the probabilities from the maxima before the step, beside the step's maxima
+# ---------------------------------------------------------------------------------------------------------------
+
+def forward_spans(body: list) -> list:
+    """Each forward branch's span in a loop body of (address, text): the indices of the instructions it skips."""
+    spans = []
+    for i, (addr, text) in enumerate(body):
+        m = BRANCH.match(text)
+        if m and int(m.group(1), 16) > addr:
+            spans.append([k for k, (a, _) in enumerate(body) if addr < a < int(m.group(1), 16)])
+    return spans
+
+
+@pytest.mark.parametrize("name", EARLY_CONFIGS)
+def test_early_exponent_issues_the_exponentials_beside_the_row_maxima(built, name):
+    """v36's registers, shared memory, products, conversions, loads, stores, barriers, votes and shuffles, no
+    serialized warpgroup MMA, nothing spilled inside the KV loops (a few scalars outside them: at most
+    EARLY_STACK_BYTES of stack); in each KV loop v36's instructions but one more exponential per score (64 at
+    BLOCK_N = 128) inside a forward branch's span with no FMNMX (the probabilities taken again where the warp
+    rescales, skipped where it does not); on the step that does not rescale, the first exponential before the last
+    FMNMX of the step's maxima (they interleave), where v36's first exponential comes after every FMNMX; every
+    exponential still between the wait for the scores and the wait for the P V product (the overlap kept)."""
+    from kernels.gluon_fwd import EARLY_STACK_BYTES
+    shape, _, _, _, bn, _ = EARLY_CONFIGS[name]
+    D = shape[4]
+    m, v36 = built[name], built["max-" + name.removeprefix("early-")]
+    assert m["registers"] == v36["registers"] and m["shared"] == v36["shared"]
+    assert m["local"] == 0 and m["stack"] <= EARLY_STACK_BYTES
+    assert "C7512" not in m["ptxas"] and "serialized" not in m["ptxas"]
+    for op in ("HGMMA", "F2FP", "SYNCS", "UTMALDG", "UTMASTG", "BAR", "VOTE.ANY", "VOTE.ALL", "SHFL"):
+        assert m["mix"].get(op, 0) == v36["mix"].get(op, 0), op
+    if shape[3] == 1:
+        return
+    loops, v36_loops = kv_loops_at(m["sass"]), kv_loops_at(v36["sass"])
+    assert len(loops) == len(v36_loops) == 4
+    assert m["mix"]["MUFU.EX2"] == v36["mix"]["MUFU.EX2"] + 4 * 64 * bn // 128
+
+    def count(texts, op):
+        return len([t for t in texts if t.startswith(op)])
+    for body, v36_body in zip(loops, v36_loops):
+        texts, v36_texts = [t for _, t in body], [t for _, t in v36_body]
+        assert not [t for t in texts if t.startswith(("STL", "LDL"))]
+        for op in ("HGMMA", "F2FP", "SHFL", "VOTE", "FMNMX"):
+            assert count(texts, op) == count(v36_texts, op), op
+        assert count(texts, "MUFU.EX2") == count(v36_texts, "MUFU.EX2") + 64 * bn // 128
+        redo = [span for span in forward_spans(body) if count([texts[k] for k in span], "MUFU.EX2") == 64 * bn // 128]
+        assert len(redo) == 1 and count([texts[k] for k in redo[0]], "FMNMX") == 0
+        common = [t for k, t in enumerate(texts) if k not in set(redo[0])]    # a step that does not rescale
+        first_ex2 = next(i for i, t in enumerate(common) if t.startswith("MUFU.EX2"))
+        last_max = max(i for i, t in enumerate(common) if t.startswith("FMNMX"))
+        v36_first = next(i for i, t in enumerate(v36_texts) if t.startswith("MUFU.EX2"))
+        v36_last = max(i for i, t in enumerate(v36_texts) if t.startswith("FMNMX"))
+        assert first_ex2 < last_max and v36_last < v36_first, (first_ex2, last_max, v36_first, v36_last)
+        one = next(i for i, t in enumerate(texts) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"))
+        zero = next(i for i, t in enumerate(texts) if t.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0"))
+        assert all(one < i < zero for i, t in enumerate(texts) if t.startswith("MUFU.EX2"))
+        qk, pv = f"HGMMA.64x{bn}x16.F32", f"HGMMA.64x{D}x16.F32"
+        ops = [t.split()[0].removesuffix(".BF16") for t in texts if t.startswith("HGMMA")]
+        assert ops == [qk] * (D // 16) + [pv] * (bn // 16), ops
 
 
 # ---------------------------------------------------------------------------------------------------------------
