@@ -1,11 +1,10 @@
-"""The reading of probes/stall-source (values/stallsource.py): SASS opcodes sorted into kinds, a launch's KV loop
-picked by how often its instructions ran, and the loop's samples split by kind."""
+"""The reading of Nsight's warp samples per SASS instruction (pipeline.warp_samples: probes/stall-source,
+probes/early-exp-samples): SASS opcodes sorted into kinds, a launch's KV loop picked by how often its instructions
+ran, and the loop's samples split by kind."""
 import pandas as pd
 import pytest
 
-from steps import step
-
-stall = step("paper/values/stallsource")
+from pipeline import warp_samples as stall
 
 
 @pytest.mark.parametrize("sass, op, kind", [

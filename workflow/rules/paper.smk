@@ -98,7 +98,9 @@ PROBE_STEADYGOAL = "data/nvidia-h100-80gb-hbm3/probes/steady-goal"    # the same
 PROBE_RUN37 = "data/nvidia-h100-80gb-hbm3/probes/run-37-unfinished"   # run-37, cut before three sets: a probe
 # RUN36 (figures.smk, which a figure reads too): run-36 on one H100
 RUN37 = "data/nvidia-h100-80gb-hbm3/run-37"   # run-37: the goal's plan (config/goal.yaml) on one H100 in one lease
-GLUON_GRID = PROBE_RUN37   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
+PROBE_EARLY = "data/nvidia-h100-80gb-hbm3/probes/early-exp-gate"   # v38's gate: guards, the Gluon grid, A/B, cycles, steady
+PROBE_EARLYS = "data/nvidia-h100-80gb-hbm3/probes/early-exp-samples"   # v38's warp samples, A/B at 512 and 2048
+GLUON_GRID = PROBE_EARLY   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
 CLAMP_BEFORE = f"{DATA}/run-27"   # the newest run before issue 22's clamp (e56b76c), and the first with it
 CLAMP_AFTER = f"{DATA}/run-28"
 EXACT_FIRST = f"{DATA}/run-29"   # the first run of the exact exponent (1c7a071), which replaced the clamp
@@ -199,12 +201,19 @@ VALUES = {
                         sources=[f"{PROBE_STALL}/{e}-float16-{n}.csv.gz" for e, n in
                                  (("v36", 16384), ("v37", 16384), ("torch-cudnn", 16384), ("v36", 4096),
                                   ("torch-cudnn", 4096))]),
+    "gate38": dict(gate_seal=f"{PROBE_EARLY}/SHA256SUMS", samples_seal=f"{PROBE_EARLYS}/SHA256SUMS",
+                   ncu=[f"{PROBE_EARLY}/ncu-{e}-{d}.csv" for e in ("v36", "v38", "torch-cudnn")
+                        for d in ("float16", "bfloat16")],
+                   steady=f"{PROBE_EARLY}/steady.csv", gate_ab=f"{PROBE_EARLY}/ab.csv",
+                   short_ab=f"{PROBE_EARLYS}/ab.csv",
+                   stall=[f"{PROBE_EARLYS}/v38-float16-{n}.csv.gz" for n in (16384, 4096)]),
     "order": dict(seal_file=f"{PROBE_ORDER}/SHA256SUMS", order=f"{PROBE_ORDER}/order.csv",
                   kernels=f"{PROBE_ORDER}/kernel_sha256.txt", fixed_kernels=f"{PROBE_RAREFIX}/kernel_sha256.txt"),
     "gates": dict(v33_seal=f"{PROBE_GATE33}/SHA256SUMS", v33_ab=f"{PROBE_GATE33}/ab.csv",
                   v34_seal=f"{PROBE_GATE34}/SHA256SUMS", v34_ab=f"{PROBE_GATE34}/ab.csv",
                   v36_seal=f"{PROBE_GATE36}/SHA256SUMS", v36_ab=f"{PROBE_GATE36}/ab.csv",
                   v37_seal=f"{PROBE_GATE37}/SHA256SUMS", v37_ab=f"{PROBE_GATE37}/ab.csv",
+                  v38_seal=f"{PROBE_EARLY}/SHA256SUMS", v38_ab=f"{PROBE_EARLY}/ab.csv",
                   v37_steady_seal=f"{PROBE_STEADY37}/SHA256SUMS", v37_steady=f"{PROBE_STEADY37}/steady.csv",
                   goal_steady_seal=f"{PROBE_STEADYGOAL}/SHA256SUMS",
                   goal_steady=[f"{PROBE_STEADYGOAL}/{f}.csv" for f in ("steady", "steady-4096", "steady-short")],
@@ -261,7 +270,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
           "run31": RUN31, "run35": RUN35, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER,
           "run36": RUN36, "unfinished37": PROBE_RUN37, "run37": RUN37, "capclock": PROBE_CAPCLOCK,
-          "stallsource": PROBE_STALL}
+          "stallsource": PROBE_STALL, "gate38": PROBE_EARLY}
 
 
 rule values:

@@ -5,8 +5,8 @@ beside that stage's verify grid and guard tests. The committed predictions of ea
 (data/predictions/stages.csv, quantity time) are checked against the probe's medians.
 
 - \\GateRounds: the rounds per length and dtype (the fewest of v33's and v34's probes), \\GateThirtySixRounds v36's,
-  \\GateThirtySevenRounds v37's;
-- \\GateThirtyThreeGpu, \\GateThirtyFourGpu, \\GateThirtySixGpu, \\GateThirtySevenGpu: each probe's GPU (its UUID's
+  \\GateThirtySevenRounds v37's, \\GateThirtyEightRounds v38's (probes/early-exp-gate, against v36);
+- \\GateThirtyThreeGpu, \\GateThirtyFourGpu, \\GateThirtySixGpu, \\GateThirtySevenGpu, \\GateThirtyEightGpu: each probe's GPU (its UUID's
   first 12 characters);
 - \\val{gate}{<stage>@<N>}{<fp16|bf16>}: the stage's time over the stage before it's in a round (kernels alone), the
   median over the rounds, as a change in percent;
@@ -50,7 +50,9 @@ GATES = {"v33": ("v32", ("GateThirtyThreeGpu", "GateThirtyThreeSlowerRounds", "G
          "v36": ("v35", ("GateThirtySixGpu", "GateThirtySixSlowerRounds", "GateThirtySixHeld",
                          "GateThirtySixChecked")),
          "v37": ("v36", ("GateThirtySevenGpu", "GateThirtySevenSlowerRounds", "GateThirtySevenHeld",
-                         "GateThirtySevenChecked"))}
+                         "GateThirtySevenChecked")),
+         "v38": ("v36", ("GateThirtyEightGpu", "GateThirtyEightSlowerRounds", "GateThirtyEightHeld",
+                         "GateThirtyEightChecked"))}
 STEADY = ("torch-cudnn", "v36", "v37")     # the steady probe's entries: cuDNN, the stage before v37, v37
 # gatesteady's columns per dtype: v36 over cuDNN (median, highest round), v37's change, its slower rounds
 STEADY_COLUMNS = {"float16": ("fp16x", "fp16xhi", "fp16step", "fp16slower"),
@@ -171,6 +173,7 @@ def values(predictions: Path, v37_steady_seal: Path, v37_steady: Path, goal_stea
     v.macro("GateRounds", str(min(rounds["v33"], rounds["v34"])))     # the two gates the paper quotes together
     v.macro("GateThirtySixRounds", str(rounds["v36"]))
     v.macro("GateThirtySevenRounds", str(rounds["v37"]))
+    v.macro("GateThirtyEightRounds", str(rounds["v38"]))
     steady(v, v37_steady_seal, v37_steady, gpus["v37"])
     steady_at_goal(v, goal_steady_seal, list(goal_steady))
     return v
