@@ -194,3 +194,19 @@ if __name__ == "__main__":
     print(f"{len(rows)} rows, {len({r['key'] for r in rows})} entries -> {out}")
     sys.stdout.flush()
     os._exit(0)  # skip the report library's teardown, which has crashed at exit
+
+
+def stream_launches(path: Path) -> "pd.DataFrame":
+    """Nsight Compute's --csv output of a profiled program (tools/cap_clock.sh, the v38 gate's second command), past
+    the program's own lines: one row per launch, a column per metric, values as numbers (thousands separators read);
+    fewer than three launches are refused (the values steps take the median of three)."""
+    import io
+
+    import pandas as pd
+    lines = Path(path).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    d = pd.read_csv(io.StringIO("\n".join(lines[start:])), thousands=",")
+    wide = d.pivot_table(index="ID", columns="Metric Name", values="Metric Value")
+    if len(wide) < 3:
+        raise ValueError(f"{path}: {len(wide)} profiled launches, where the text takes the median of three")
+    return wide

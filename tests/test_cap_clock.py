@@ -1,5 +1,5 @@
-"""The cap-clock probe's reader (workflow/scripts/paper/values/capclock.py) and its script (tools/cap_clock.sh):
-Nsight's CSV after the stream's own lines, read launch by launch with its thousands separators; NVML's clock event
+"""The cap-clock probe's reader (workflow/scripts/paper/values/capclock.py, pipeline.nsight.stream_launches) and its
+script (tools/cap_clock.sh): Nsight's CSV after the stream's own lines, read launch by launch with its thousands separators; NVML's clock event
 reasons named, an unnamed bit refused; the script refuses to run without the tree's commit."""
 import os
 import subprocess
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.nsight import stream_launches
 from steps import step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,7 +16,7 @@ capclock = step("paper/values/capclock")
 
 
 def test_nsights_csv_is_read_per_launch_past_the_streams_lines():
-    wide = capclock.ncu_launches(PROBE / "ncu-v36-float16.csv")
+    wide = stream_launches(PROBE / "ncu-v36-float16.csv")
     assert len(wide) == 3
     cycles = wide["sm__cycles_elapsed.avg"]
     clock = wide["sm__cycles_elapsed.avg.per_second"]
@@ -30,7 +31,7 @@ def test_fewer_than_three_launches_are_refused(tmp_path):
     short = tmp_path / "ncu-v36-float16.csv"
     short.write_text("\n".join(kept) + "\n")
     with pytest.raises(ValueError, match="1 profiled launches"):
-        capclock.ncu_launches(short)
+        stream_launches(short)
 
 
 def test_clock_event_reasons_are_named_and_an_unnamed_bit_is_refused():

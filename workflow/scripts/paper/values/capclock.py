@@ -12,7 +12,6 @@ event reasons.
 - \\CapClockReasons: NVML's clock event reasons that any reading of the steady probe gave, by name;
   \\CapClockGpu: the probe's GPU; \\CapClockCommit: its commit.
 """
-import io
 import sys
 from pathlib import Path
 
@@ -20,23 +19,13 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
+from pipeline.nsight import stream_launches
 
 SHORT = {"float16": "fp16", "bfloat16": "bf16"}
 ENTRIES = {"v36": "v36", "cudnn": "torch-cudnn"}
 # NVML's clock event reasons (nvmlClocksEventReason*), the bits the text may name; any other bit is refused.
 REASONS = {0x1: "GPU idle", 0x4: "software power cap", 0x8: "hardware slowdown", 0x20: "software thermal slowdown",
            0x40: "hardware thermal slowdown", 0x80: "hardware power brake"}
-
-
-def ncu_launches(path: Path) -> pd.DataFrame:
-    """Nsight's CSV (after the stream's own lines): one row per launch, a column per metric, values as numbers."""
-    lines = path.read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
-    d = pd.read_csv(io.StringIO("\n".join(lines[start:])), thousands=",")
-    wide = d.pivot_table(index="ID", columns="Metric Name", values="Metric Value")
-    if len(wide) < 3:
-        raise ValueError(f"{path}: {len(wide)} profiled launches, where the text takes the median of three")
-    return wide
 
 
 def reason_names(bits: int) -> str:
@@ -57,7 +46,7 @@ def values(seal_file: Path, ncu: list, steady: Path) -> Values:
     for path in map(Path, ncu):
         entry, dtype = path.stem.removeprefix("ncu-").rsplit("-", 1)
         row = next(k for k, e in ENTRIES.items() if e == entry)
-        w = ncu_launches(path).median()
+        w = stream_launches(path).median()
         med[(row, dtype)] = w
         v.put("capclock", f"{row}@{SHORT[dtype]}", "mcyc", fixed(w["sm__cycles_elapsed.avg"] / 1e6, 2))
         v.put("capclock", f"{row}@{SHORT[dtype]}", "mhz", f"{w['sm__cycles_elapsed.avg.per_second'] / 1e6:.0f}")

@@ -17,7 +17,6 @@ samples of v38 and an A/B at N = 512 and 2048).
   lengths and both dtypes in the two A/B probes (two GPUs: not the goal's verdict, which takes one run on one GPU),
   and where.
 """
-import io
 import sys
 from pathlib import Path
 
@@ -25,21 +24,11 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed, signed
+from pipeline.nsight import stream_launches
 from pipeline.warp_samples import instructions, shares
 
 SHORT = {"float16": "fp16", "bfloat16": "bf16"}
 ENTRIES = ("torch-cudnn", "v36", "v38")
-
-
-def ncu_launches(path: Path) -> pd.Series:
-    """Nsight's CSV after the stream's own lines: the median over its launches of each metric."""
-    lines = path.read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
-    d = pd.read_csv(io.StringIO("\n".join(lines[start:])), thousands=",")
-    wide = d.pivot_table(index="ID", columns="Metric Name", values="Metric Value")
-    if len(wide) < 3:
-        raise ValueError(f"{path}: {len(wide)} profiled launches, where the text takes the median of three")
-    return wide.median()
 
 
 def rounds_of(path: Path, value: str) -> pd.DataFrame:
@@ -62,7 +51,7 @@ def values(gate_seal: Path, samples_seal: Path, ncu: list, steady: Path, short_a
     med = {}
     for path in map(Path, ncu):
         entry, dtype = path.stem.removeprefix("ncu-").rsplit("-", 1)
-        med[(entry, dtype)] = ncu_launches(path)
+        med[(entry, dtype)] = stream_launches(path).median()
     for dtype, col in SHORT.items():
         a, b, c = (med[(e, dtype)] for e in ("v38", "v36", "torch-cudnn"))
         cyc = "sm__cycles_elapsed.avg"
