@@ -7,11 +7,8 @@
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
 T=workflow/scripts/tools
 t0=$(date +%s); left() { echo $(( ${END:-200} - ($(date +%s) - t0) )); }
-P=$OUT/cap-clock; rm -rf "$P"; mkdir -p "$P"
-echo "${PROJECT_COMMIT:?set PROJECT_COMMIT to the commit of the tree}" > "$P/commit.txt"
-sha256sum kernels/*.py > "$P/kernel_sha256.txt"
-python3 -c "import json, pipeline.gpu_env as g; json.dump(g.collect(), open('$P/env.json', 'w'), indent=1, default=str)"
-nvidia-smi --query-gpu=name,uuid,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$P/nvidia-smi.csv"
+. $T/probe_records.sh
+P=$OUT/cap-clock; probe_start "$P"
 for dt in float16 bfloat16; do
   for e in torch-cudnn v36; do
     L=$(left); [ "$L" -gt 25 ] || break 2
@@ -24,5 +21,5 @@ for dt in float16 bfloat16; do
 done
 L=$(left); [ "$L" -gt 40 ] && { timeout -s KILL $(( L - 5 )) python3 $T/steady_probe.py "$P/steady.csv" \
   --entries torch-cudnn v36 --N 16384 --rounds 2 --seconds 1.5 > "$P/steady.log" 2>&1; echo "steady rc=$?"; }
-nvidia-smi --query-gpu=name,uuid,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv >> "$P/nvidia-smi.csv"
+gpu_line "$P"
 echo "done after $(( $(date +%s) - t0 )) s"; ls -la "$P"

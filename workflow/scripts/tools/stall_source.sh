@@ -8,12 +8,9 @@
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TRITON_INTERPRET=0
 T=workflow/scripts/tools
 t0=$(date +%s); left() { echo $(( ${END:-200} - ($(date +%s) - t0) )); }
-P=$OUT/stall-source; rm -rf "$P"; mkdir -p "$P"
-echo "${PROJECT_COMMIT:?set PROJECT_COMMIT to the commit of the tree}" > "$P/commit.txt"
-sha256sum kernels/*.py > "$P/kernel_sha256.txt"
+. $T/probe_records.sh
+P=$OUT/stall-source; probe_start "$P"
 cp "$0" "$P/check_command.sh"
-python3 -c "import json, pipeline.gpu_env as g; json.dump(g.collect(), open('$P/env.json', 'w'), indent=1, default=str)"
-nvidia-smi --query-gpu=name,uuid,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$P/nvidia-smi.csv"
 SKIP=${SKIP:-100}
 ENTRIES=${ENTRIES:-"v36 float16 16384;torch-cudnn float16 16384;v36 float16 4096;torch-cudnn float16 4096"}
 IFS=';' read -ra SPECS <<< "$ENTRIES"
@@ -30,6 +27,6 @@ for spec in "${SPECS[@]}"; do
   [ -f "$P/$name.ncu-rep" ] && gzip -9 "$P/$name.ncu-rep"
   tail -2 "$P/$name.log"
 done
-nvidia-smi --query-gpu=name,uuid,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv >> "$P/nvidia-smi.csv"
+gpu_line "$P"
 echo "done after $(( $(date +%s) - t0 )) s"; ls -la "$P"
 tar czf "$OUT/stall-source.tgz" -C "$OUT" stall-source && rm -rf "$P"
