@@ -110,3 +110,14 @@ def pivot_with_gpus(pr: pd.DataFrame, values: str = "time_us") -> tuple:
     times = pr.pivot_table(index="run", columns="variant", values=values)
     gpus = pr.pivot_table(index="run", columns="variant", values="gpu", aggfunc="first")
     return times, gpus
+
+
+def stage_ranges(stages: list) -> str:
+    """Stage names as runs of consecutive registry entries: v13, v19-v37."""
+    idx = sorted(ALL_STAGES.index(s) for s in stages)
+    runs, start = [], idx[0]
+    for a, b in zip(idx, idx[1:] + [None]):
+        if b != a + 1:
+            runs.append(ALL_STAGES[start] if start == a else f"{ALL_STAGES[start]}-{ALL_STAGES[a]}")
+            start = b
+    return ", ".join(runs)

@@ -98,6 +98,7 @@ PROBE_STEADYGOAL = "data/nvidia-h100-80gb-hbm3/probes/steady-goal"    # the same
 PROBE_RUN37 = "data/nvidia-h100-80gb-hbm3/probes/run-37-unfinished"   # run-37, cut before three sets: a probe
 # RUN36 (figures.smk, which a figure reads too): run-36 on one H100
 RUN37 = "data/nvidia-h100-80gb-hbm3/run-37"   # run-37: the goal's plan (config/goal.yaml) on one H100 in one lease
+RUN38 = "data/nvidia-h100-80gb-hbm3/run-38"   # run-38: the same plan with v38, on another H100 in one lease
 PROBE_EARLY = "data/nvidia-h100-80gb-hbm3/probes/early-exp-gate"   # v38's gate: guards, the Gluon grid, A/B, cycles, steady
 PROBE_EARLYS = "data/nvidia-h100-80gb-hbm3/probes/early-exp-samples"   # v38's warp samples, A/B at 512 and 2048
 GLUON_GRID = PROBE_EARLY   # the newest GPU verification of the Gluon kernel's current source (a verify step's grid)
@@ -194,6 +195,12 @@ VALUES = {
                   verify_env=f"{RUN37}/verify/env.json", plan_file=f"{RUN37}/plan.yaml",
                   predictions="data/predictions/stages.csv",
                   crosscheck=f"results/gpus/{Path(RUN37).parent.name}/aggregate/crosscheck.csv"),   # gpus.smk's
+    "run38": dict(seal_file=f"{RUN38}/SHA256SUMS", n_sweep=f"{RUN38}/bench-n_sweep/timings.csv",
+                  qwen3=f"{RUN38}/bench-qwen3/timings.csv", headline=f"{RUN38}/bench-headline/timings.csv",
+                  ncu_large_n=f"{RUN38}/profile/ncu_large_n.csv", correctness=f"{RUN38}/verify/correctness.csv",
+                  verify_env=f"{RUN38}/verify/env.json", plan_file=f"{RUN38}/plan.yaml",
+                  predictions="data/predictions/stages.csv",
+                  crosscheck=f"results/gpus/{Path(RUN38).parent.name}/aggregate/crosscheck.csv"),   # gpus.smk's
     "capclock": dict(seal_file=f"{PROBE_CAPCLOCK}/SHA256SUMS", steady=f"{PROBE_CAPCLOCK}/steady.csv",
                      ncu=[f"{PROBE_CAPCLOCK}/ncu-{e}-{d}.csv" for e in ("v36", "torch-cudnn")
                           for d in ("float16", "bfloat16")]),
@@ -269,7 +276,7 @@ PROBES = {"probe": PROBE_WS, "gluon": PROBE_GLUON, "hostcost": PROBE_HOST, "guar
           "cold28": PROBE_COLD28, "settle": PROBE_SETTLE,
           "v29check": PROBE_V29, "lowered": PROBE_LOWERED, "run30": RUN30,
           "run31": RUN31, "run35": RUN35, "smalln": PROBE_SMALLN, "rarefix": PROBE_RAREBUG, "order": PROBE_ORDER,
-          "run36": RUN36, "unfinished37": PROBE_RUN37, "run37": RUN37, "capclock": PROBE_CAPCLOCK,
+          "run36": RUN36, "unfinished37": PROBE_RUN37, "run37": RUN37, "run38": RUN38, "capclock": PROBE_CAPCLOCK,
           "stallsource": PROBE_STALL, "gate38": PROBE_EARLY}
 
 

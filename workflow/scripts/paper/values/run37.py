@@ -49,7 +49,8 @@ import yaml
 from pipeline import plan as bench_plan
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import ALL_STAGES, GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS
+from pipeline.selection import (ALL_STAGES, GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS,
+                                stage_ranges)
 from pipeline.sweep import (best_gluon, check_run, fastest, medians, ncu_durations, one_gpu, predicted, qwen3_points,
                             rate, repeat_times, steady_ratios, verdict, worst)
 
@@ -65,17 +66,6 @@ L2_IMPLS = {"v36": STEADY_STAGE, "cudnn": "torch-cudnn"}
 REPEAT_COLUMNS = {"float16": ("fp16lo", "fp16hi"), "bfloat16": ("bf16lo", "bf16hi")}   # r37rep's: lowest, highest
 
 
-def ranges(stages: list) -> str:
-    """Stage names as runs of consecutive registry entries: v13, v19-v37."""
-    idx = sorted(ALL_STAGES.index(s) for s in stages)
-    runs, start = [], idx[0]
-    for a, b in zip(idx, idx[1:] + [None]):
-        if b != a + 1:
-            runs.append(ALL_STAGES[start] if start == a else f"{ALL_STAGES[start]}-{ALL_STAGES[a]}")
-            start = b
-    return ", ".join(runs)
-
-
 def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_large_n: Path, correctness: Path,
            verify_env: Path, plan_file: Path, predictions: Path, crosscheck: Path) -> Values:
     run = Path(seal_file).parent
@@ -89,7 +79,7 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_larg
     v.macro("RunThirtySevenCommit", env["project_commit"][:7])
     v.macro("RunThirtySevenGpu", gpu[:12])
     v.macro("RunThirtySevenGpuName", env["gpu"].removeprefix("NVIDIA "))
-    v.macro("RunThirtySevenTimed", ranges(bench_plan.timed_stages(yaml.safe_load(Path(plan_file).read_text())["plan"])))
+    v.macro("RunThirtySevenTimed", stage_ranges(bench_plan.timed_stages(yaml.safe_load(Path(plan_file).read_text())["plan"])))
 
     c = pd.read_csv(correctness)
     stages = [s for s in ALL_STAGES if (c.variant == s).any()]
