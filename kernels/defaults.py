@@ -1,9 +1,10 @@
 """The stage a call runs when it names none: the fastest stage verified on the GPU's architecture.
 
 kernels/default_stages.csv holds one row per architecture that committed GPU runs have measured and verified
-(written by workflow/scripts/tools/choose_default.py from the aggregate: the leading stage, by the geometric mean
-of its time over cuDNN's across the N sweep, with no wrong case in the runs' GPU correctness grids; a test
-regenerates it from the committed data). A CUDA device of such an architecture gets that stage; any other device
+(written by workflow/scripts/tools/choose_default.py from the aggregates of that architecture's GPUs: the leading
+stage, by the geometric mean of its time over cuDNN's across the N sweep, and between GPUs whose leaders differ the
+one faster on every GPU that timed both; with no wrong case in the runs' GPU correctness grids; a test regenerates
+it from the committed data). A CUDA device of such an architecture gets that stage; any other device
 (another GPU, or the CPU under Triton's interpreter) gets the article's last stage, kernels.FINAL, which every
 architecture the build compiles for runs. Where the default is a Gluon stage (sm_90), a call it does not take (a head
 dim other than 64 or 128, a dtype other than float16 and bfloat16) gets the row's fallback instead, the leading Triton

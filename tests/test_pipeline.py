@@ -623,12 +623,37 @@ def test_no_step_imports_another_step_and_none_reads_a_path_of_its_own():
 
 
 def test_the_default_stage_per_gpu_is_what_the_data_chooses(built, tmp_path):
-    """kernels/default_stages.csv is what choose_default.py derives from the committed runs' aggregate (the leading
-    stage, the Gluon leader on sm_90 where it leads, verified in the runs' GPU grids), so the default a user gets
-    cannot drift from the data."""
+    """kernels/default_stages.csv is what choose_default.py derives from the committed runs' aggregates of the sm_90
+    GPUs (each GPU's leading stage, its Gluon leader where it leads; between GPUs, the one faster on every GPU that
+    timed both; verified in the runs' GPU grids), so the default a user gets cannot drift from the data."""
     from steps import step
     choose = step("tools/choose_default")
     out = tmp_path / "default_stages.csv"
-    choose.main(["--leader", str(AGG / "leader.csv"), "--gluon-leader", str(AGG / "gluon_leader.csv"),
-                 "--correctness", str(AGG / "correctness.csv"), "--arch", "90", "--out", str(out)])
+    h100 = ROOT / "results" / "gpus" / "nvidia-h100-80gb-hbm3" / "aggregate"     # built with the paper's appendix
+    gpus = [["--gpu", name, str(a / "leader.csv"), str(a / "correctness.csv"), str(a / "gluon_leader.csv")]
+            for name, a in (("nvidia-h200", AGG), ("nvidia-h100-80gb-hbm3", h100))]
+    choose.main([*gpus[0], *gpus[1], "--arch", "90", "--out", str(out)])
     assert out.read_text() == (ROOT / "kernels" / "default_stages.csv").read_text()
+
+
+def test_the_default_is_refused_between_stages_no_gpu_timed_together(tmp_path):
+    """Two GPUs whose Gluon leaders never ran on one GPU: no default is chosen, rather than one from ratios of two
+    GPUs; once one GPU has timed both, the faster there is chosen."""
+    from steps import step
+    choose = step("tools/choose_default")
+    header = "stage,geomean_x_cudnn,points,runs,leader\n"
+
+    def gpu(name: str, gluon_rows: str):
+        (tmp_path / f"{name}-leader.csv").write_text(header + "v13,1.09,12,1,True\n")
+        (tmp_path / f"{name}-gluon.csv").write_text(header + gluon_rows)
+        (tmp_path / f"{name}-correctness.csv").write_text("run,variant,status\nrun-1,v35,ok\nrun-2,v38,ok\n")
+        return choose.Gpu(name, *(tmp_path / f"{name}-{f}.csv" for f in ("leader", "correctness", "gluon")))
+
+    a = gpu("gpu-a", "v35,0.84,12,1,True\n")
+    with pytest.raises(ValueError, match="never ran at every point on one GPU"):
+        choose.choose([a, gpu("gpu-b", "v38,0.82,12,1,True\n")], 90)
+    picked = choose.choose([a, gpu("gpu-b", "v38,0.82,12,1,True\nv35,0.85,12,1,False\n")], 90)
+    assert picked.stage.iloc[0] == "v38" and "faster than v35" in picked.basis.iloc[0]
+    with pytest.raises(ValueError, match="no single stage faster"):   # each faster on its own GPU: no choice
+        choose.choose([gpu("gpu-a", "v35,0.84,12,1,True\nv38,0.86,12,1,False\n"),
+                       gpu("gpu-b", "v38,0.82,12,1,True\nv35,0.85,12,1,False\n")], 90)

@@ -89,6 +89,7 @@ rule gpu_ours:
         per_n=f"{GPU_AGG}/per_n.csv",
         best=f"{GPU_AGG}/best_per_n.csv",
         leader=f"{GPU_AGG}/leader.csv",
+        gluon_leader=f"{GPU_AGG}/gluon_leader.csv",    # for the default stage of its architecture (choose_default)
         variation_n=f"{GPU_AGG}/variation_n.csv",
     log:
         "logs/gpus/{other}/ours.log",

@@ -189,7 +189,7 @@ def main(input, output) -> None:
     stages.assign(leader=stages.stage == leader).to_csv(output.stages, index=False)
     p.assign(leader=p.variant == leader).to_csv(output.per_n, index=False)
     lead.to_csv(output.leader, index=False)
-    if getattr(output, "gluon_leader", None):     # the paper's aggregate (make compare's and an appendix's have none)
+    if getattr(output, "gluon_leader", None):     # the paper's aggregate and each other GPU's (make compare's has none)
         leader_table(p, tuple(selection.GLUON_STAGES)).to_csv(output.gluon_leader, index=False)
     best_per_n(p, leader, last_stage(pr)).to_csv(output.best, index=False)
     variation_n(p).to_csv(output.variation_n, index=False)
