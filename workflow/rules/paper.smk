@@ -197,6 +197,7 @@ VALUES = {
                   crosscheck=f"results/gpus/{Path(RUN37).parent.name}/aggregate/crosscheck.csv"),   # gpus.smk's
     "run38": dict(seal_file=f"{RUN38}/SHA256SUMS", n_sweep=f"{RUN38}/bench-n_sweep/timings.csv",
                   qwen3=f"{RUN38}/bench-qwen3/timings.csv", headline=f"{RUN38}/bench-headline/timings.csv",
+                  ablation=f"{RUN38}/bench-ablation/timings.csv",
                   ncu_large_n=f"{RUN38}/profile/ncu_large_n.csv", correctness=f"{RUN38}/verify/correctness.csv",
                   verify_env=f"{RUN38}/verify/env.json", plan_file=f"{RUN38}/plan.yaml",
                   predictions="data/predictions/stages.csv",

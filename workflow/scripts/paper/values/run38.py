@@ -31,6 +31,9 @@ rate at N = 16384.
   headline set (us; the bench's host_us) and its stage;
 - \\val{r38xc}{<v38|cudnn>}{pct|cyc}: at N = 16384 (float16), the bench's kernel time against Nsight's duration of
   the same entry, percent, and the same in SM cycles (the aggregate's cross-check of this GPU's runs);
+- \\val{r38abl}{<ablation>}{pct}: each leave-one-out ablation of v38 the ablation set timed, against v38's time in the
+  headline set (float16, the headline's shape; medians over each set's samples, not side by side), percent;
+  \\RunThirtyEightAblations: how many;
 - \\val{r38long}{<fp16|bf16>}{stage|tflops|mhzlo|mhzhi}: at N = 16384, the fastest Gluon kernel's causal TFLOP/s at
   its median time and the lowest and highest SM clock NVML read over its samples; \\RunThirtyEightStretch: whether
   that rate reached STRETCH_TFLOPS in both dtypes.
@@ -58,8 +61,8 @@ XC_IMPLS = {"v38": NEW, "cudnn": "torch-cudnn"}
 REPEAT_COLUMNS = {"float16": ("fp16lo", "fp16hi"), "bfloat16": ("bf16lo", "bf16hi")}   # r38rep's: lowest, highest
 
 
-def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_large_n: Path, correctness: Path,
-           verify_env: Path, plan_file: Path, predictions: Path, crosscheck: Path) -> Values:
+def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ablation: Path, ncu_large_n: Path,
+           correctness: Path, verify_env: Path, plan_file: Path, predictions: Path, crosscheck: Path) -> Values:
     run = Path(seal_file).parent
     seal.verify(run)
     v = Values("run38")
@@ -162,6 +165,17 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_larg
     host = h[h.variant.isin(GLUON_STAGES)].groupby("variant").host_us.median()
     v.macro("RunThirtyEightHostHi", fixed(host.max(), 1))
     v.macro("RunThirtyEightHostAt", host.idxmax())
+
+    at = (h.variant == NEW) & (h.N == HEADLINE["N"]) & (h.dtype == HEADLINE["dtype"])
+    base = h[at].time_us.median()
+    ab = pd.read_csv(ablation)
+    ab = ab[ab.variant.str.startswith(f"{NEW}-") & (ab.N == HEADLINE["N"]) & (ab.dtype == HEADLINE["dtype"])]
+    if ab.empty or pd.isna(base):
+        raise ValueError(f"{ablation}, {headline}: no ablation of {NEW} or no {NEW} at the headline's shape, where the "
+                         f"text compares them")
+    for name, x in ab.groupby("variant").time_us.median().items():
+        v.put("r38abl", name, "pct", f"{100 * (x / base - 1):+.1f}")
+    v.macro("RunThirtyEightAblations", str(ab.variant.nunique()))
 
     stretch = []
     for dtype, (col, _) in COLUMNS.items():
