@@ -1,8 +1,8 @@
 """The paper's appendix of the other GPUs (results/paper/other_gpus.tex, \\input at the end of the appendix): one
 section per GPU whose runs are committed beside the config gpu's (data/<gpu>/run-*/), each from that GPU's own
-aggregate (workflow/rules/gpus.smk: the aggregate phase's scripts on its runs alone) and its tables (tables.py: the
-headline stage table, the per-N ratios, the claims): which runs, the GPU their env.json files name, the claims'
-verdicts in words, and the three tables. With no other GPU, the file holds a comment alone.
+aggregate (workflow/rules/gpus.smk: the aggregate phase's scripts on its runs alone), its tables (tables.py: the
+headline stage table, the per-N ratios, the claims) and its figure of the N sweep (the main text's ours_sweep.py):
+which runs, the GPU their env.json files name, the claims' verdicts in words, the three tables and the figure. With no other GPU, the file holds a comment alone.
 
 The numbers of these sections are the tables' own cells (written by tables.py from the data) and the counts and
 names of the runs and claims read here from the aggregate; none is a macro of the main text, and nothing here is
@@ -22,7 +22,7 @@ VERDICTS = (("holds", "holds", "hold"), ("partly", "holds partly", "hold partly"
 
 
 def section(gpu: str, main_gpu: str, runs: Path, environment: Path, claims: Path, stages: Path, per_n: Path,
-            claims_table: Path) -> str:
+            claims_table: Path, sweep: Path) -> str:
     """One GPU's appendix section."""
     r = pd.read_csv(runs)
     env = pd.read_csv(environment, dtype=str, keep_default_na=False)
@@ -51,6 +51,7 @@ def section(gpu: str, main_gpu: str, runs: Path, environment: Path, claims: Path
             f"Table~\\ref{{tab:claims}}"
             + ("; with one run, each range over runs is that run's own value, and the verdicts have no run-to-run "
                "noise to allow for. " if one else ". ")
+            + f"Figure~\\ref{{fig:{label}-sweep}} is Figure~\\ref{{fig:ourssweep}} of {'this run' if one else 'these runs'}. "
             + f"By the rules of Section~\\ref{{sec:claims}}, on {name} {listing(said)}.\n")
 
     def table(path: Path, caption: str, tag: str, sep: str, env: str = "table") -> str:
@@ -69,6 +70,13 @@ def section(gpu: str, main_gpu: str, runs: Path, environment: Path, claims: Path
                      f"Table~\\ref{{tab:pern}}.", "pern", "2.5pt"),
         table(claims_table, f"The claims C1--C10 on {name}, by the rules of Section~\\ref{{sec:claims}}, as "
                             f"Table~\\ref{{tab:claims}}.", "claims", "3pt", "sidewaystable"),
+        # the paper is built in paper/, so the figure's path is given from there
+        f"\\begin{{figure}}[H]\\centering\n\\includegraphics[width=\\linewidth]{{../{Path(sweep).as_posix()}}}\n"
+        f"\\caption{{As Figure~\\ref{{fig:ourssweep}}, of the runs on {name}: left, time over cuDNN's time in the same "
+        f"run against $N$ (red dashed: the goal for the Gluon stages); orange our leading Triton stage, brown our last "
+        f"stage measured on this GPU, as the legend names them (median over runs; bands: lowest to highest run); "
+        f"right, percent of the measured matrix roof. Solid: float16; dashed: bfloat16.}}"
+        f"\\label{{fig:{label}-sweep}}\n\\end{{figure}}\n",
     ])
 
 
@@ -77,7 +85,7 @@ def main(gpus, main_gpu: str, input, out: Path) -> None:
     def files(k):                           # Snakemake gives a one-file input as a string, several as a list
         x = getattr(input, k, [])
         return [x] if isinstance(x, (str, Path)) else list(x)
-    lists = {k: files(k) for k in ("runs", "environment", "claims", "stages", "per_n", "claims_table")}
+    lists = {k: files(k) for k in ("runs", "environment", "claims", "stages", "per_n", "claims_table", "sweep")}
     if any(len(v) != len(gpus) for v in lists.values()):
         raise ValueError(f"the appendix needs one file of each kind per GPU {gpus}: {lists}")
     parts = [f"% The other GPUs' runs (data/<gpu>/run-*/ beside data/{main_gpu}/): "
