@@ -10,7 +10,7 @@ import pandas as pd
 from kernels.shapes import attention_flops
 from kernels.stages import STAGES, default_tile, small_n_route
 from pipeline.latex import fixed
-from pipeline.selection import GLUON_STAGES, RATIO_TIME
+from pipeline.selection import ALL_STAGES, GLUON_STAGES, RATIO_TIME
 
 DTYPES = {"float16": "fp16", "bfloat16": "bf16"}    # a dtype's short name: the values steps' columns and rows
 
@@ -169,3 +169,40 @@ def check_run(run: Path, env: dict) -> None:
         if (e["project_commit"], e["gpu"]) != (env["project_commit"], env["gpu"]):
             raise ValueError(f"{f}: commit {e['project_commit'][:7]} on {e['gpu']}, the verify step's "
                              f"{env['project_commit'][:7]} on {env['gpu']}: one run is one commit on one kind of GPU")
+
+
+def verify_counts(correctness: Path) -> dict:
+    """A run's verify grid (verify/correctness.csv) as the text counts it: its stages as a range from the registry's
+    first ('v0-v38'), and its cases ok, refused and WRONG; ValueError where the stages are not such a range or a
+    status is none of the three."""
+    c = pd.read_csv(correctness)
+    stages = [s for s in ALL_STAGES if (c.variant == s).any()]
+    if not stages or stages != ALL_STAGES[:len(stages)] or set(c.status) - {"ok", "refused", "WRONG"}:
+        raise ValueError(f"{correctness}: stages {stages} and statuses {sorted(set(c.status))}, where the text says "
+                         f"a range from {ALL_STAGES[0]} and counts ok, refused and WRONG")
+    return dict(stages=f"{stages[0]}-{stages[-1]}", ok=str(int((c.status == "ok").sum())),
+                refused=str(int((c.status == "refused").sum())), wrong=str(int((c.status == "WRONG").sum())))
+
+
+def goal_tally(best: pd.DataFrame, goal_x: float) -> dict:
+    """best_gluon's rows against the goal: the points at most goal_x (met) of all (of), and the highest (worst_x,
+    four decimals) and where (worst_at), as the text quotes them."""
+    x, at = worst(best)
+    return dict(met=str(int((best.x <= goal_x).sum())), of=str(len(best)), worst_x=x, worst_at=at)
+
+
+def qwen3_tally(points: list, goal_x: float) -> dict:
+    """qwen3_points' points against the Qwen3 goal: met of of, and the highest (worst_x, three decimals) with its
+    layout, length and stage (worst_at)."""
+    x, stage, lay, n = max(points)
+    return dict(met=str(sum(p <= goal_x for p, *_ in points)), of=str(len(points)), worst_x=fixed(x, 3),
+                worst_at=f"{lay}, $N=$ {n}, {stage}")
+
+
+def long_rate(t: pd.DataFrame, best: pd.DataFrame, dtype: str, n: int) -> dict:
+    """At N = n in dtype, the stages best_gluon names there (pooled): their causal TFLOP/s at the median of the
+    sweep's times (tflops, a float) and the lowest and highest SM clock NVML read over their samples (MHz)."""
+    stages = best.loc[(dtype, n), "stage"].split("/")
+    r = t[(t.N == n) & (t.dtype == dtype) & t.variant.isin(stages)]
+    return dict(stage="/".join(stages), tflops=rate(t, stages, dtype, n, t[RATIO_TIME]),
+                mhzlo=f"{r.sm_min_mhz.min():.0f}", mhzhi=f"{r.sm_max_mhz.max():.0f}")

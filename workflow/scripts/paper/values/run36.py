@@ -53,9 +53,10 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import ALL_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS
-from pipeline.sweep import (best_gluon, by_third, check_run, fastest, medians, ncu_durations, one_gpu, predicted,
-                            qwen3_points, rate, repeat_times, third, verdict, worst)
+from pipeline.selection import GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS
+from pipeline.sweep import (best_gluon, by_third, check_run, fastest, goal_tally, medians, ncu_durations, one_gpu,
+                            predicted, qwen3_points, qwen3_tally, rate, repeat_times, third, verdict, verify_counts,
+                            worst)
 
 NEW, BEFORE = "v36", "v35"        # the stage this run times for the first time, and its base
 RATIO_N = (8192, 16384)           # v36's predicted ratios to cuDNN
@@ -79,16 +80,11 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, corre
     v.macro("RunThirtySixVerifyGpu", env["end"]["uuid"][:12])
     v.macro("RunThirtySixGpuName", env["gpu"].removeprefix("NVIDIA "))
 
-    c = pd.read_csv(correctness)
-    stages = [s for s in ALL_STAGES if (c.variant == s).any()]
-    if stages != ALL_STAGES[:len(stages)]:
-        raise ValueError(f"{correctness}: stages {stages}, the text says a range from {ALL_STAGES[0]}")
-    v.macro("RunThirtySixVerifyStages", f"{stages[0]}-{stages[-1]}")
-    v.macro("RunThirtySixVerifyOk", str(int((c.status == "ok").sum())))
-    v.macro("RunThirtySixVerifyRefused", str(int((c.status == "refused").sum())))
-    v.macro("RunThirtySixVerifyWrong", str(int((c.status == "WRONG").sum())))
-    if set(c.status) - {"ok", "refused", "WRONG"}:
-        raise ValueError(f"{correctness}: statuses {sorted(set(c.status))}, the text counts ok, refused and WRONG")
+    vc = verify_counts(correctness)
+    v.macro("RunThirtySixVerifyStages", vc["stages"])
+    v.macro("RunThirtySixVerifyOk", vc["ok"])
+    v.macro("RunThirtySixVerifyRefused", vc["refused"])
+    v.macro("RunThirtySixVerifyWrong", vc["wrong"])
 
     t, med, ratio = medians(n_sweep)
     v.macro("RunThirtySixRepeats", str(int(t.groupby("key").repeat.nunique().min())))
@@ -96,15 +92,14 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, corre
     for (dtype, n), b in best.iterrows():
         v.put("r36best", str(n), COLUMNS[dtype][0], fixed(b.x, 3))
         v.put("r36best", str(n), STAGE_COLUMNS[dtype], b.stage)
-    v.macro("RunThirtySixGoalMet", str(int((best.x <= GOAL_X).sum())))
-    v.macro("RunThirtySixGoalOf", str(len(best)))
-    x, at = worst(best)
-    v.macro("RunThirtySixGoalWorstX", x)
-    v.macro("RunThirtySixGoalWorstAt", at)
-    v.macro("RunThirtySixFastGoalMet", str(int((fast.x <= GOAL_X).sum())))
-    x, at = worst(fast)
-    v.macro("RunThirtySixFastWorstX", x)
-    v.macro("RunThirtySixFastWorstAt", at)
+    goal, fastgoal = goal_tally(best, GOAL_X), goal_tally(fast, GOAL_X)
+    v.macro("RunThirtySixGoalMet", goal["met"])
+    v.macro("RunThirtySixGoalOf", goal["of"])
+    v.macro("RunThirtySixGoalWorstX", goal["worst_x"])
+    v.macro("RunThirtySixGoalWorstAt", goal["worst_at"])
+    v.macro("RunThirtySixFastGoalMet", fastgoal["met"])
+    v.macro("RunThirtySixFastWorstX", fastgoal["worst_x"])
+    v.macro("RunThirtySixFastWorstAt", fastgoal["worst_at"])
     by_rep = repeat_times(t)
     for dtype, (lo, hi) in REPEAT_COLUMNS.items():
         r = by_rep.loc[(dtype, LONG_N)]
@@ -149,12 +144,11 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, corre
         v.put("r36x", str(n), "fastheld", verdict(round(100 * (fx - 1), 1), lo, hi))
 
     q = pd.read_csv(qwen3)
-    points = qwen3_points(q)
-    v.macro("RunThirtySixQwMet", str(sum(x <= QW_GOAL_X for x, *_ in points)))
-    v.macro("RunThirtySixQwOf", str(len(points)))
-    x, stage, lay, n = max(points)
-    v.macro("RunThirtySixQwWorstX", fixed(x, 3))
-    v.macro("RunThirtySixQwWorstAt", f"{lay}, $N=$ {n}, {stage}")
+    qw = qwen3_tally(qwen3_points(q), QW_GOAL_X)
+    v.macro("RunThirtySixQwMet", qw["met"])
+    v.macro("RunThirtySixQwOf", qw["of"])
+    v.macro("RunThirtySixQwWorstX", qw["worst_x"])
+    v.macro("RunThirtySixQwWorstAt", qw["worst_at"])
 
     ft = fastest(t)
     stretch = []

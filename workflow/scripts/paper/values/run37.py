@@ -49,10 +49,9 @@ import yaml
 from pipeline import plan as bench_plan
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import (ALL_STAGES, GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS,
-                                stage_ranges)
-from pipeline.sweep import (best_gluon, check_run, fastest, medians, ncu_durations, one_gpu, predicted, qwen3_points,
-                            rate, repeat_times, steady_ratios, verdict, worst)
+from pipeline.selection import GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, STRETCH_TFLOPS, stage_ranges
+from pipeline.sweep import (best_gluon, check_run, fastest, goal_tally, long_rate, medians, ncu_durations, one_gpu,
+                            predicted, qwen3_points, qwen3_tally, repeat_times, steady_ratios, verdict, verify_counts)
 
 NEW, BEFORE = "v37", "v36"        # the stage first timed in a sealed run here, and its base
 LONG_N = 16384
@@ -81,15 +80,11 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_larg
     v.macro("RunThirtySevenGpuName", env["gpu"].removeprefix("NVIDIA "))
     v.macro("RunThirtySevenTimed", stage_ranges(bench_plan.timed_stages(yaml.safe_load(Path(plan_file).read_text())["plan"])))
 
-    c = pd.read_csv(correctness)
-    stages = [s for s in ALL_STAGES if (c.variant == s).any()]
-    if stages != ALL_STAGES[:len(stages)] or set(c.status) - {"ok", "refused", "WRONG"}:
-        raise ValueError(f"{correctness}: stages {stages} and statuses {sorted(set(c.status))}, where the text says "
-                         f"a range from {ALL_STAGES[0]} and counts ok, refused and WRONG")
-    v.macro("RunThirtySevenVerifyStages", f"{stages[0]}-{stages[-1]}")
-    v.macro("RunThirtySevenVerifyOk", str(int((c.status == "ok").sum())))
-    v.macro("RunThirtySevenVerifyRefused", str(int((c.status == "refused").sum())))
-    v.macro("RunThirtySevenVerifyWrong", str(int((c.status == "WRONG").sum())))
+    vc = verify_counts(correctness)
+    v.macro("RunThirtySevenVerifyStages", vc["stages"])
+    v.macro("RunThirtySevenVerifyOk", vc["ok"])
+    v.macro("RunThirtySevenVerifyRefused", vc["refused"])
+    v.macro("RunThirtySevenVerifyWrong", vc["wrong"])
 
     t, med, _ = medians(n_sweep)
     v.macro("RunThirtySevenRepeats", str(int(t.groupby("key").repeat.nunique().min())))
@@ -98,13 +93,13 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_larg
         col, scol = COLUMNS[dtype]
         v.put("r37best", str(n), col, fixed(b.x, 3))
         v.put("r37best", str(n), scol, b.stage)
-    v.macro("RunThirtySevenGoalMet", str(int((best.x <= GOAL_X).sum())))
-    v.macro("RunThirtySevenGoalOf", str(len(best)))
-    x, at = worst(best)
-    v.macro("RunThirtySevenGoalWorstX", x)
-    v.macro("RunThirtySevenGoalWorstAt", at)
-    v.macro("RunThirtySevenFastGoalMet", str(int((fast.x <= GOAL_X).sum())))
-    v.macro("RunThirtySevenFastWorstX", worst(fast)[0])
+    goal, fastgoal = goal_tally(best, GOAL_X), goal_tally(fast, GOAL_X)
+    v.macro("RunThirtySevenGoalMet", goal["met"])
+    v.macro("RunThirtySevenGoalOf", goal["of"])
+    v.macro("RunThirtySevenGoalWorstX", goal["worst_x"])
+    v.macro("RunThirtySevenGoalWorstAt", goal["worst_at"])
+    v.macro("RunThirtySevenFastGoalMet", fastgoal["met"])
+    v.macro("RunThirtySevenFastWorstX", fastgoal["worst_x"])
     by_rep = repeat_times(t)
     for dtype, (lo, hi) in REPEAT_COLUMNS.items():
         r = by_rep.loc[(dtype, LONG_N)]
@@ -168,12 +163,11 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_larg
     v.macro("RunThirtySevenHeld", str(held))
     v.macro("RunThirtySevenPredOf", str(of))
 
-    points = qwen3_points(pd.read_csv(qwen3))
-    v.macro("RunThirtySevenQwMet", str(sum(x <= QW_GOAL_X for x, *_ in points)))
-    v.macro("RunThirtySevenQwOf", str(len(points)))
-    x, stage, lay, n = max(points)
-    v.macro("RunThirtySevenQwWorstX", fixed(x, 3))
-    v.macro("RunThirtySevenQwWorstAt", f"{lay}, $N=$ {n}, {stage}")
+    qw = qwen3_tally(qwen3_points(pd.read_csv(qwen3)), QW_GOAL_X)
+    v.macro("RunThirtySevenQwMet", qw["met"])
+    v.macro("RunThirtySevenQwOf", qw["of"])
+    v.macro("RunThirtySevenQwWorstX", qw["worst_x"])
+    v.macro("RunThirtySevenQwWorstAt", qw["worst_at"])
 
     h = pd.read_csv(headline)
     host = h[h.variant.isin(GLUON_STAGES)].groupby("variant").host_us.median()
@@ -182,14 +176,12 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_larg
 
     stretch = []
     for dtype, (col, _) in COLUMNS.items():
-        stages = best.loc[(dtype, LONG_N), "stage"].split("/")
-        r = t[(t.N == LONG_N) & (t.dtype == dtype) & t.variant.isin(stages)]
-        tflops = rate(t, stages, dtype, LONG_N, t[RATIO_TIME])
-        stretch.append(tflops >= STRETCH_TFLOPS)
-        v.put("r37long", col, "stage", "/".join(stages))
-        v.put("r37long", col, "tflops", f"{tflops:.0f}")
-        v.put("r37long", col, "mhzlo", f"{r.sm_min_mhz.min():.0f}")
-        v.put("r37long", col, "mhzhi", f"{r.sm_max_mhz.max():.0f}")
+        lr = long_rate(t, best, dtype, LONG_N)
+        stretch.append(lr["tflops"] >= STRETCH_TFLOPS)
+        v.put("r37long", col, "stage", lr["stage"])
+        v.put("r37long", col, "tflops", f"{lr['tflops']:.0f}")
+        v.put("r37long", col, "mhzlo", lr["mhzlo"])
+        v.put("r37long", col, "mhzhi", lr["mhzhi"])
     v.macro("RunThirtySevenStretch", "reached" if all(stretch) else "not reached")
     return v
 

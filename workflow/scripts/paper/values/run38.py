@@ -48,10 +48,9 @@ import yaml
 from pipeline import plan as bench_plan
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import (ALL_STAGES, GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, RATIO_TIME, STRETCH_TFLOPS,
-                                stage_ranges)
-from pipeline.sweep import (best_gluon, check_run, fastest, medians, ncu_durations, one_gpu, predicted, qwen3_points,
-                            rate, repeat_times, steady_ratios, verdict, worst)
+from pipeline.selection import GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, STRETCH_TFLOPS, stage_ranges
+from pipeline.sweep import (best_gluon, check_run, fastest, goal_tally, long_rate, medians, ncu_durations, one_gpu,
+                            predicted, qwen3_points, qwen3_tally, repeat_times, steady_ratios, verdict, verify_counts)
 
 NEW, BEFORE = "v38", "v36"        # the stage first timed in a sealed run here, and its base (v38 is v36 plus one switch)
 LONG_N = 16384
@@ -76,15 +75,11 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ablation
     v.macro("RunThirtyEightGpuName", env["gpu"].removeprefix("NVIDIA "))
     v.macro("RunThirtyEightTimed", stage_ranges(bench_plan.timed_stages(yaml.safe_load(Path(plan_file).read_text())["plan"])))
 
-    c = pd.read_csv(correctness)
-    stages = [s for s in ALL_STAGES if (c.variant == s).any()]
-    if stages != ALL_STAGES[:len(stages)] or set(c.status) - {"ok", "refused", "WRONG"}:
-        raise ValueError(f"{correctness}: stages {stages} and statuses {sorted(set(c.status))}, where the text says "
-                         f"a range from {ALL_STAGES[0]} and counts ok, refused and WRONG")
-    v.macro("RunThirtyEightVerifyStages", f"{stages[0]}-{stages[-1]}")
-    v.macro("RunThirtyEightVerifyOk", str(int((c.status == "ok").sum())))
-    v.macro("RunThirtyEightVerifyRefused", str(int((c.status == "refused").sum())))
-    v.macro("RunThirtyEightVerifyWrong", str(int((c.status == "WRONG").sum())))
+    vc = verify_counts(correctness)
+    v.macro("RunThirtyEightVerifyStages", vc["stages"])
+    v.macro("RunThirtyEightVerifyOk", vc["ok"])
+    v.macro("RunThirtyEightVerifyRefused", vc["refused"])
+    v.macro("RunThirtyEightVerifyWrong", vc["wrong"])
 
     t, med, _ = medians(n_sweep)
     v.macro("RunThirtyEightRepeats", str(int(t.groupby("key").repeat.nunique().min())))
@@ -93,13 +88,13 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ablation
         col, scol = COLUMNS[dtype]
         v.put("r38best", str(n), col, fixed(b.x, 3))
         v.put("r38best", str(n), scol, b.stage)
-    v.macro("RunThirtyEightGoalMet", str(int((best.x <= GOAL_X).sum())))
-    v.macro("RunThirtyEightGoalOf", str(len(best)))
-    x, at = worst(best)
-    v.macro("RunThirtyEightGoalWorstX", x)
-    v.macro("RunThirtyEightGoalWorstAt", at)
-    v.macro("RunThirtyEightFastGoalMet", str(int((fast.x <= GOAL_X).sum())))
-    v.macro("RunThirtyEightFastWorstX", worst(fast)[0])
+    goal, fastgoal = goal_tally(best, GOAL_X), goal_tally(fast, GOAL_X)
+    v.macro("RunThirtyEightGoalMet", goal["met"])
+    v.macro("RunThirtyEightGoalOf", goal["of"])
+    v.macro("RunThirtyEightGoalWorstX", goal["worst_x"])
+    v.macro("RunThirtyEightGoalWorstAt", goal["worst_at"])
+    v.macro("RunThirtyEightFastGoalMet", fastgoal["met"])
+    v.macro("RunThirtyEightFastWorstX", fastgoal["worst_x"])
     by_rep = repeat_times(t)
     above = 0
     for dtype, (lo, hi) in REPEAT_COLUMNS.items():
@@ -154,12 +149,11 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ablation
     v.macro("RunThirtyEightHeld", str(held))
     v.macro("RunThirtyEightPredOf", str(of))
 
-    points = qwen3_points(pd.read_csv(qwen3))
-    v.macro("RunThirtyEightQwMet", str(sum(x <= QW_GOAL_X for x, *_ in points)))
-    v.macro("RunThirtyEightQwOf", str(len(points)))
-    x, stage, lay, n = max(points)
-    v.macro("RunThirtyEightQwWorstX", fixed(x, 3))
-    v.macro("RunThirtyEightQwWorstAt", f"{lay}, $N=$ {n}, {stage}")
+    qw = qwen3_tally(qwen3_points(pd.read_csv(qwen3)), QW_GOAL_X)
+    v.macro("RunThirtyEightQwMet", qw["met"])
+    v.macro("RunThirtyEightQwOf", qw["of"])
+    v.macro("RunThirtyEightQwWorstX", qw["worst_x"])
+    v.macro("RunThirtyEightQwWorstAt", qw["worst_at"])
 
     h = pd.read_csv(headline)
     host = h[h.variant.isin(GLUON_STAGES)].groupby("variant").host_us.median()
@@ -179,14 +173,12 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ablation
 
     stretch = []
     for dtype, (col, _) in COLUMNS.items():
-        stages = best.loc[(dtype, LONG_N), "stage"].split("/")
-        r = t[(t.N == LONG_N) & (t.dtype == dtype) & t.variant.isin(stages)]
-        tflops = rate(t, stages, dtype, LONG_N, t[RATIO_TIME])
-        stretch.append(tflops >= STRETCH_TFLOPS)
-        v.put("r38long", col, "stage", "/".join(stages))
-        v.put("r38long", col, "tflops", f"{tflops:.0f}")
-        v.put("r38long", col, "mhzlo", f"{r.sm_min_mhz.min():.0f}")
-        v.put("r38long", col, "mhzhi", f"{r.sm_max_mhz.max():.0f}")
+        lr = long_rate(t, best, dtype, LONG_N)
+        stretch.append(lr["tflops"] >= STRETCH_TFLOPS)
+        v.put("r38long", col, "stage", lr["stage"])
+        v.put("r38long", col, "tflops", f"{lr['tflops']:.0f}")
+        v.put("r38long", col, "mhzlo", lr["mhzlo"])
+        v.put("r38long", col, "mhzhi", lr["mhzhi"])
     v.macro("RunThirtyEightStretch", "reached" if all(stretch) else "not reached")
     return v
 

@@ -29,9 +29,9 @@ import pandas as pd
 
 from pipeline import seal
 from pipeline.latex import Values, fixed
-from pipeline.selection import ALL_STAGES, GOAL_X, HEADLINE, QW_GOAL_X
-from pipeline.sweep import (best_gluon, fastest, medians, ncu_durations, one_gpu, qwen3_points, steady_ratios,
-                            worst)
+from pipeline.selection import GOAL_X, HEADLINE, QW_GOAL_X
+from pipeline.sweep import (best_gluon, fastest, goal_tally, medians, ncu_durations, one_gpu, qwen3_points,
+                            qwen3_tally, steady_ratios, verify_counts)
 
 LONG_N = 16384
 STEADY_STAGE = "v36"              # the leader whose steady stream the text quotes at 16384
@@ -58,15 +58,11 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, corre
     v.macro("UnfinishedThirtySevenNotReached", ", ".join(missing[:-1]) + " and " + missing[-1]
             if len(missing) > 1 else missing[0])
 
-    c = pd.read_csv(correctness)
-    stages = [s for s in ALL_STAGES if (c.variant == s).any()]
-    if stages != ALL_STAGES[:len(stages)] or set(c.status) - {"ok", "refused", "WRONG"}:
-        raise ValueError(f"{correctness}: stages {stages} and statuses {sorted(set(c.status))}, where the text says "
-                         f"a range from {ALL_STAGES[0]} and counts ok, refused and WRONG")
-    v.macro("UnfinishedThirtySevenVerifyStages", f"{stages[0]}-{stages[-1]}")
-    v.macro("UnfinishedThirtySevenVerifyOk", str(int((c.status == "ok").sum())))
-    v.macro("UnfinishedThirtySevenVerifyRefused", str(int((c.status == "refused").sum())))
-    v.macro("UnfinishedThirtySevenVerifyWrong", str(int((c.status == "WRONG").sum())))
+    vc = verify_counts(correctness)
+    v.macro("UnfinishedThirtySevenVerifyStages", vc["stages"])
+    v.macro("UnfinishedThirtySevenVerifyOk", vc["ok"])
+    v.macro("UnfinishedThirtySevenVerifyRefused", vc["refused"])
+    v.macro("UnfinishedThirtySevenVerifyWrong", vc["wrong"])
 
     t, _, _ = medians(n_sweep)
     v.macro("UnfinishedThirtySevenRepeats", str(int(t.groupby("key").repeat.nunique().min())))
@@ -75,13 +71,13 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, corre
         col, scol = COLUMNS[dtype]
         v.put("u37best", str(n), col, fixed(b.x, 3))
         v.put("u37best", str(n), scol, b.stage)
-    v.macro("UnfinishedThirtySevenGoalMet", str(int((best.x <= GOAL_X).sum())))
-    v.macro("UnfinishedThirtySevenGoalOf", str(len(best)))
-    x, at = worst(best)
-    v.macro("UnfinishedThirtySevenGoalWorstX", x)
-    v.macro("UnfinishedThirtySevenGoalWorstAt", at)
-    v.macro("UnfinishedThirtySevenFastGoalMet", str(int((fast.x <= GOAL_X).sum())))
-    v.macro("UnfinishedThirtySevenFastWorstX", worst(fast)[0])
+    goal, fastgoal = goal_tally(best, GOAL_X), goal_tally(fast, GOAL_X)
+    v.macro("UnfinishedThirtySevenGoalMet", goal["met"])
+    v.macro("UnfinishedThirtySevenGoalOf", goal["of"])
+    v.macro("UnfinishedThirtySevenGoalWorstX", goal["worst_x"])
+    v.macro("UnfinishedThirtySevenGoalWorstAt", goal["worst_at"])
+    v.macro("UnfinishedThirtySevenFastGoalMet", fastgoal["met"])
+    v.macro("UnfinishedThirtySevenFastWorstX", fastgoal["worst_x"])
 
     ncu = best_gluon(ncu_durations(ncu_large_n, HEADLINE["dtype"], HEADLINE["D"]))
     v.macro("UnfinishedThirtySevenNcuGoalMet", str(int((ncu.x <= GOAL_X).sum())))
@@ -94,12 +90,11 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, ncu_large_n: Path, corre
     for dtype, (col, _) in COLUMNS.items():
         v.put("u37steady", str(LONG_N), col, fixed(steady.loc[dtype, STEADY_STAGE], 3))
 
-    points = qwen3_points(pd.read_csv(qwen3))
-    v.macro("UnfinishedThirtySevenQwMet", str(sum(x <= QW_GOAL_X for x, *_ in points)))
-    v.macro("UnfinishedThirtySevenQwOf", str(len(points)))
-    x, stage, lay, n = max(points)
-    v.macro("UnfinishedThirtySevenQwWorstX", fixed(x, 3))
-    v.macro("UnfinishedThirtySevenQwWorstAt", f"{lay}, $N=$ {n}, {stage}")
+    qw = qwen3_tally(qwen3_points(pd.read_csv(qwen3)), QW_GOAL_X)
+    v.macro("UnfinishedThirtySevenQwMet", qw["met"])
+    v.macro("UnfinishedThirtySevenQwOf", qw["of"])
+    v.macro("UnfinishedThirtySevenQwWorstX", qw["worst_x"])
+    v.macro("UnfinishedThirtySevenQwWorstAt", qw["worst_at"])
     return v
 
 
