@@ -181,21 +181,6 @@ def write(rows: list, path: Path, columns=COLUMNS) -> None:
         w.writerows(rows)
 
 
-if __name__ == "__main__":
-    mode, (report, order, out) = sys.argv[1], map(Path, sys.argv[2:5])
-    if mode == "full":
-        rows = tidy(report, json.loads(order.read_text()))
-        write(rows, out)
-    elif mode == "duration":
-        rows = durations(report, json.loads(order.read_text()))
-        write(rows, out, DURATION_COLUMNS)
-    else:
-        raise SystemExit(f"usage: python -m pipeline.nsight full|duration REPORT ORDER OUT (got {mode!r})")
-    print(f"{len(rows)} rows, {len({r['key'] for r in rows})} entries -> {out}")
-    sys.stdout.flush()
-    os._exit(0)  # skip the report library's teardown, which has crashed at exit
-
-
 def stream_launches(path: Path) -> "pd.DataFrame":
     """Nsight Compute's --csv output of a profiled program (tools/cap_clock.sh, the v38 gate's second command), past
     the program's own lines: one row per launch, a column per metric, values as numbers (thousands separators read);
@@ -210,3 +195,18 @@ def stream_launches(path: Path) -> "pd.DataFrame":
     if len(wide) < 3:
         raise ValueError(f"{path}: {len(wide)} profiled launches, where the text takes the median of three")
     return wide
+
+
+if __name__ == "__main__":
+    mode, (report, order, out) = sys.argv[1], map(Path, sys.argv[2:5])
+    if mode == "full":
+        rows = tidy(report, json.loads(order.read_text()))
+        write(rows, out)
+    elif mode == "duration":
+        rows = durations(report, json.loads(order.read_text()))
+        write(rows, out, DURATION_COLUMNS)
+    else:
+        raise SystemExit(f"usage: python -m pipeline.nsight full|duration REPORT ORDER OUT (got {mode!r})")
+    print(f"{len(rows)} rows, {len({r['key'] for r in rows})} entries -> {out}")
+    sys.stdout.flush()
+    os._exit(0)  # skip the report library's teardown, which has crashed at exit

@@ -1,6 +1,7 @@
 """The cap-clock probe's reader (workflow/scripts/paper/values/capclock.py, pipeline.nsight.stream_launches) and its
-script (tools/cap_clock.sh): Nsight's CSV after the stream's own lines, read launch by launch with its thousands separators; NVML's clock event
-reasons named, an unnamed bit refused; the script refuses to run without the tree's commit."""
+script (tools/cap_clock.sh): Nsight's CSV after the stream's own lines, read launch by launch with its thousands
+separators; NVML's clock event reasons named, an unnamed bit refused; the script refuses to run without the tree's
+commit."""
 import os
 import subprocess
 from pathlib import Path

@@ -8,8 +8,6 @@ GPUS_DIR = "results/gpus/{other}"
 GPU_AGG = f"{GPUS_DIR}/aggregate"
 # The tables of each GPU's appendix: the rule tables' own (TABLES, paper.smk), from that GPU's aggregate.
 GPU_TABLES = ("stages", "per_n", "claims")
-# The figures of each GPU's appendix: the main text's scripts of the same names, from that GPU's aggregate.
-GPU_FIGURES = ("ours_sweep",)
 
 
 wildcard_constraints:
@@ -22,7 +20,7 @@ localrules:
     gpu_claims,
     gpu_ours,
     gpu_tables,
-    gpu_figure,
+    gpu_sweep_figure,
     gpu_appendix,
 
 
@@ -128,25 +126,23 @@ rule gpu_tables:
         "../scripts/paper/tables.py"
 
 
-rule gpu_figure:
-    """A figure of another GPU's runs, by the main text's own figure script, from that GPU's aggregate: its N sweep
-    (ours_sweep: our stages' time over cuDNN's in the same run, with the goal's line, and their share of the measured
-    roof)."""
+rule gpu_sweep_figure:
+    """The N sweep of another GPU's runs, by the main text's own figure script (ours_sweep.py), from that GPU's
+    aggregate: our stages' time over cuDNN's in the same run, with the goal's line, and their share of the measured
+    roof."""
     input:
         CODE,
         per_n=rules.gpu_ours.output.per_n,
         leader=rules.gpu_ours.output.leader,
     output:
-        pdf=f"{GPUS_DIR}/figures/{{name}}.pdf",
-        png=f"{GPUS_DIR}/figures/{{name}}.png",
+        pdf=f"{GPUS_DIR}/figures/ours_sweep.pdf",
+        png=f"{GPUS_DIR}/figures/ours_sweep.png",
     log:
-        "logs/gpus/{other}/figures/{name}.log",
+        "logs/gpus/{other}/figures/ours_sweep.log",
     benchmark:
-        f"{BENCH}/gpus/{{other}}/figures/{{name}}.tsv"
-    wildcard_constraints:
-        name="|".join(GPU_FIGURES),
+        f"{BENCH}/gpus/{{other}}/figures/ours_sweep.tsv"
     script:
-        "../scripts/paper/figures/{wildcards.name}.py"
+        "../scripts/paper/figures/ours_sweep.py"
 
 
 rule gpu_appendix:
@@ -161,7 +157,7 @@ rule gpu_appendix:
         stages=expand(f"{GPUS_DIR}/tables/stages.tex", other=OTHER_GPUS),
         per_n=expand(f"{GPUS_DIR}/tables/per_n.tex", other=OTHER_GPUS),
         claims_table=expand(f"{GPUS_DIR}/tables/claims.tex", other=OTHER_GPUS),
-        sweep=expand(f"{GPUS_DIR}/figures/ours_sweep.pdf", other=OTHER_GPUS),
+        sweep=expand(rules.gpu_sweep_figure.output.pdf, other=OTHER_GPUS),
     output:
         "results/paper/other_gpus.tex",
     log:

@@ -2,7 +2,8 @@
 section per GPU whose runs are committed beside the config gpu's (data/<gpu>/run-*/), each from that GPU's own
 aggregate (workflow/rules/gpus.smk: the aggregate phase's scripts on its runs alone), its tables (tables.py: the
 headline stage table, the per-N ratios, the claims) and its figure of the N sweep (the main text's ours_sweep.py):
-which runs, the GPU their env.json files name, the claims' verdicts in words, the three tables and the figure. With no other GPU, the file holds a comment alone.
+which runs, the GPU their env.json files name, the claims' verdicts in words, the three tables and the figure. With
+no other GPU, the file holds a comment alone.
 
 The numbers of these sections are the tables' own cells (written by tables.py from the data) and the counts and
 names of the runs and claims read here from the aggregate; none is a macro of the main text, and nothing here is
@@ -51,7 +52,8 @@ def section(gpu: str, main_gpu: str, runs: Path, environment: Path, claims: Path
             f"Table~\\ref{{tab:claims}}"
             + ("; with one run, each range over runs is that run's own value, and the verdicts have no run-to-run "
                "noise to allow for. " if one else ". ")
-            + f"Figure~\\ref{{fig:{label}-sweep}} is Figure~\\ref{{fig:ourssweep}} of {'this run' if one else 'these runs'}. "
+            + f"Figure~\\ref{{fig:{label}-sweep}} is Figure~\\ref{{fig:ourssweep}} of "
+              f"{'this run' if one else 'these runs'}. "
             + f"By the rules of Section~\\ref{{sec:claims}}, on {name} {listing(said)}.\n")
 
     def table(path: Path, caption: str, tag: str, sep: str, env: str = "table") -> str:

@@ -78,7 +78,8 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ncu_larg
     v.macro("RunThirtySevenCommit", env["project_commit"][:7])
     v.macro("RunThirtySevenGpu", gpu[:12])
     v.macro("RunThirtySevenGpuName", env["gpu"].removeprefix("NVIDIA "))
-    v.macro("RunThirtySevenTimed", stage_ranges(bench_plan.timed_stages(yaml.safe_load(Path(plan_file).read_text())["plan"])))
+    plan = yaml.safe_load(Path(plan_file).read_text())["plan"]
+    v.macro("RunThirtySevenTimed", stage_ranges(bench_plan.timed_stages(plan)))
 
     vc = verify_counts(correctness)
     v.macro("RunThirtySevenVerifyStages", vc["stages"])

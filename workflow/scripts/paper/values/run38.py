@@ -52,7 +52,7 @@ from pipeline.selection import GLUON_STAGES, GOAL_X, HEADLINE, QW_GOAL_X, STRETC
 from pipeline.sweep import (best_gluon, check_run, fastest, goal_tally, long_rate, medians, ncu_durations, one_gpu,
                             predicted, qwen3_points, qwen3_tally, repeat_times, steady_ratios, verdict, verify_counts)
 
-NEW, BEFORE = "v38", "v36"        # the stage first timed in a sealed run here, and its base (v38 is v36 plus one switch)
+NEW, BEFORE = "v38", "v36"        # the stage first timed in a sealed run here, and its base (v36 + one switch)
 LONG_N = 16384
 COLUMNS = {"float16": ("fp16", "fp16stage"), "bfloat16": ("bf16", "bf16stage")}     # r38best's, r38step's, r38long's
 STEADY_N = (8192, 16384)
@@ -73,7 +73,8 @@ def values(seal_file: Path, n_sweep: Path, qwen3: Path, headline: Path, ablation
     v.macro("RunThirtyEightCommit", env["project_commit"][:7])
     v.macro("RunThirtyEightGpu", gpu[:12])
     v.macro("RunThirtyEightGpuName", env["gpu"].removeprefix("NVIDIA "))
-    v.macro("RunThirtyEightTimed", stage_ranges(bench_plan.timed_stages(yaml.safe_load(Path(plan_file).read_text())["plan"])))
+    plan = yaml.safe_load(Path(plan_file).read_text())["plan"]
+    v.macro("RunThirtyEightTimed", stage_ranges(bench_plan.timed_stages(plan)))
 
     vc = verify_counts(correctness)
     v.macro("RunThirtyEightVerifyStages", vc["stages"])
